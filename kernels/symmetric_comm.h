@@ -1,0 +1,65 @@
+#pragma once
+// The symmetric-memory all-reduce path for one communicator: buffers mapped into every peer,
+// one-shot and two-shot push kernels with the flag in the data, bounded waits.
+//
+// This module does not depend on NCCL: the caller supplies the all-gather used at setup
+// (the interposer passes one built on pncclAllGather; tests and tools pass their own).
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "plugin/collective.h"
+
+namespace symmem::kernels {
+
+enum class Algorithm { OneShot, TwoShot };
+
+// Collective: every rank calls it with `bytesPerRank` bytes in `send`; on return `recv` holds
+// nRanks * bytesPerRank bytes, rank r's contribution at offset r * bytesPerRank.
+// Returns false on failure (then setup fails on this rank, and the caller must make every rank
+// fall back; the facts exchanged let peers see it).
+using AllGatherFn = std::function<bool(const void* send, void* recv, size_t bytesPerRank)>;
+
+struct SymmetricConfig {
+  int rank = 0;
+  int nRanks = 0;
+  int device = 0;               // CUDA device of this rank
+  size_t oneShotMaxBytes = 0;   // largest message the one-shot kernel must take
+  size_t twoShotMaxBytes = 0;   // largest message the two-shot kernel must take (0: two-shot off)
+  int64_t timeoutMs = 10000;    // bound on every wait for a peer
+  bool p2pCheck = true;         // verify each mapping with a pattern at setup
+};
+
+enum class Status {
+  Ok,
+  Unsupported,     // dtype/op/size this path does not take: caller uses NCCL (decided identically on all ranks)
+  PeerTimeout,     // a previous call timed out waiting for a peer; the communicator's path is broken
+  CudaError,
+};
+
+class SymmetricComm {
+ public:
+  // Collective over the ranks of the communicator (calls `allGather` a fixed number of times on every
+  // rank, whatever happens locally, so a failure on one rank cannot leave peers waiting). Returns
+  // nullptr with `whyNot` set if any rank could not take part; then no rank gets a comm.
+  static std::unique_ptr<SymmetricComm> create(const SymmetricConfig& config, const AllGatherFn& allGather,
+                                               std::string* whyNot);
+  virtual ~SymmetricComm() = default;
+
+  // Enqueues the all-reduce on `stream` (graph capture safe: all per-call state lives on the device).
+  virtual Status allReduce(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op,
+                           Algorithm algorithm, cudaStream_t stream) = 0;
+
+  // The first error a kernel recorded (timeout), if any; cleared by nothing: the path stays off.
+  virtual Status deviceStatus() const = 0;
+  virtual const SymmetricConfig& config() const = 0;
+};
+
+// Whether the kernels take this dtype/op at all (bf16, fp16, fp32 with sum/prod/min/max).
+bool kernelsSupport(DataType dtype, ReduceOp op);
+
+}  // namespace symmem::kernels

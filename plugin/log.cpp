@@ -1,0 +1,75 @@
+#include "plugin/log.h"
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <set>
+
+namespace symmem {
+
+namespace {
+std::atomic<NcclLoggerFn> gNcclLogger{nullptr};
+std::mutex gSinkMutex;
+LogSink gSink;
+
+LogLevel stderrLevel() {
+  static const LogLevel level = [] {
+    const char* v = std::getenv("NCCL_DEBUG");
+    if (v && strcasecmp(v, "TRACE") == 0) return LogLevel::Trace;
+    if (v && strcasecmp(v, "INFO") == 0) return LogLevel::Info;
+    return LogLevel::Warn;
+  }();
+  return level;
+}
+
+void emit(LogLevel level, unsigned long subsys, const char* file, int line, const char* fmt, va_list ap) {
+  char text[1024];
+  vsnprintf(text, sizeof(text), fmt, ap);
+  {
+    std::lock_guard<std::mutex> lock(gSinkMutex);
+    if (gSink) gSink(level, text);
+  }
+  if (NcclLoggerFn nccl = gNcclLogger.load(std::memory_order_acquire)) {
+    nccl(static_cast<int>(level), subsys, file, line, "symmem: %s", text);
+    return;
+  }
+  if (level == LogLevel::Warn || (level != LogLevel::None && level <= stderrLevel())) {
+    const char* tag = level == LogLevel::Warn ? "WARN" : level == LogLevel::Trace ? "TRACE" : "INFO";
+    fprintf(stderr, "symmem %s %s\n", tag, text);
+  }
+}
+}  // namespace
+
+void setNcclLogger(NcclLoggerFn fn) {
+  NcclLoggerFn expected = nullptr;
+  if (fn) gNcclLogger.compare_exchange_strong(expected, fn, std::memory_order_acq_rel);
+}
+
+void setLogSinkForTesting(LogSink sink) {
+  std::lock_guard<std::mutex> lock(gSinkMutex);
+  gSink = std::move(sink);
+}
+
+void logMessage(LogLevel level, unsigned long subsys, const char* file, int line, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  emit(level, subsys, file, line, fmt, ap);
+  va_end(ap);
+}
+
+void logWarnOnce(const std::string& key, const char* file, int line, const char* fmt, ...) {
+  static std::mutex mutex;
+  static std::set<std::string> seen;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!seen.insert(key).second) return;
+  }
+  va_list ap;
+  va_start(ap, fmt);
+  emit(LogLevel::Warn, kLogInit, file, line, fmt, ap);
+  va_end(ap);
+}
+
+}  // namespace symmem

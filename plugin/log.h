@@ -1,0 +1,38 @@
+#pragma once
+// Logging through NCCL's own logger (NCCL_DEBUG / NCCL_DEBUG_SUBSYS apply), with a fixed prefix.
+// Before NCCL hands us its logger (tools, tests), WARN goes to stderr and INFO/TRACE follow
+// NCCL_DEBUG=INFO|TRACE. The library never writes to stdout.
+#include <cstdarg>
+#include <functional>
+#include <string>
+
+namespace symmem {
+
+// NCCL's levels and subsystem flags (NCCL_FACTS.md).
+enum class LogLevel : int { None = 0, Version = 1, Warn = 2, Info = 3, Abort = 4, Trace = 5 };
+enum LogSubsys : unsigned long { kLogInit = 0x1, kLogColl = 0x2, kLogP2p = 0x4, kLogEnv = 0x80,
+                                 kLogTuning = 0x40, kLogAlloc = 0x100 };
+
+using NcclLoggerFn = void (*)(int level, unsigned long flags, const char* file, int line, const char* fmt, ...);
+
+// Installs NCCL's logger for the whole process (the first non-null one wins; NCCL passes the same
+// function to every communicator).
+void setNcclLogger(NcclLoggerFn fn);
+
+// Test hook: every message (already formatted, without prefix) also goes here. Pass {} to remove.
+using LogSink = std::function<void(LogLevel, const std::string&)>;
+void setLogSinkForTesting(LogSink sink);
+
+void logMessage(LogLevel level, unsigned long subsys, const char* file, int line, const char* fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+// Same as WARN, but only the first time `key` is seen in this process.
+void logWarnOnce(const std::string& key, const char* file, int line, const char* fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+}  // namespace symmem
+
+#define SYMMEM_WARN(...) ::symmem::logMessage(::symmem::LogLevel::Warn, ::symmem::kLogInit, __FILE__, __LINE__, __VA_ARGS__)
+#define SYMMEM_INFO(subsys, ...) ::symmem::logMessage(::symmem::LogLevel::Info, (subsys), __FILE__, __LINE__, __VA_ARGS__)
+#define SYMMEM_TRACE(subsys, ...) ::symmem::logMessage(::symmem::LogLevel::Trace, (subsys), __FILE__, __LINE__, __VA_ARGS__)
+#define SYMMEM_WARN_ONCE(key, ...) ::symmem::logWarnOnce((key), __FILE__, __LINE__, __VA_ARGS__)

@@ -1,0 +1,202 @@
+#include "plugin/settings.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstdlib>
+#include <sstream>
+
+#include "plugin/log.h"
+
+namespace symmem {
+
+namespace {
+constexpr int64_t kNoLimit = 0;
+
+// The registry. Order here is the order of the docs table.
+constexpr SettingSpec kSpecs[] = {
+    {SettingId::Enable, "SYMMEM_ENABLE", SettingType::Bool, "1", kNoLimit, kNoLimit, nullptr,
+     "Master switch. 0: the plugin changes nothing (NCCL's own choices, calls forwarded untouched)."},
+    {SettingId::Symmetric, "SYMMEM_SYMMETRIC", SettingType::Bool, "1", kNoLimit, kNoLimit, nullptr,
+     "Route eligible small all-reduces to the symmetric-memory kernels. 0: keep them on NCCL."},
+    {SettingId::Tuner, "SYMMEM_TUNER", SettingType::Bool, "1", kNoLimit, kNoLimit, nullptr,
+     "Apply the table's NCCL algorithm/protocol/channel bands through the tuner. 0: NCCL's own model."},
+    {SettingId::Table, "SYMMEM_TABLE", SettingType::Path, "", kNoLimit, kNoLimit, nullptr,
+     "Decision table file (written by symmem-tune) that overrides built-in entries with the same key."},
+    {SettingId::TopoFile, "SYMMEM_TOPO_FILE", SettingType::Path, "", kNoLimit, kNoLimit, nullptr,
+     "Topology file (nvidia-smi topo -m text or hwloc XML) used instead of NVML/hwloc discovery."},
+    {SettingId::ForcePath, "SYMMEM_FORCE_PATH", SettingType::Choice, "auto", kNoLimit, kNoLimit,
+     "auto|oneshot|twoshot|nccl",
+     "For testing: send every eligible all-reduce down one path instead of the table's choice."},
+    {SettingId::TimeoutMs, "SYMMEM_TIMEOUT_MS", SettingType::Int, "10000", 1, 3600000, nullptr,
+     "Bound on every wait for a peer (setup checks and kernel polls), in milliseconds."},
+    {SettingId::Attach, "SYMMEM_ATTACH", SettingType::Bool, "1", kNoLimit, kNoLimit, nullptr,
+     "When loaded only as NCCL's tuner, bind the process's ncclAllReduce and lifecycle calls to the plugin."},
+    {SettingId::P2pCheck, "SYMMEM_P2P_CHECK", SettingType::Bool, "1", kNoLimit, kNoLimit, nullptr,
+     "At setup, write a pattern through every peer mapping and check it before trusting P2P."},
+    {SettingId::LogDetail, "SYMMEM_LOG", SettingType::Choice, "info", kNoLimit, kNoLimit, "warn|info|trace",
+     "Detail of the plugin's own messages: warn, info (one line per communicator), trace (per call)."},
+};
+static_assert(std::size(kSpecs) == static_cast<size_t>(SettingId::kCount), "one spec per SettingId");
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  return out;
+}
+
+std::string trim(std::string_view s) {
+  size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return std::string(s.substr(b, e - b));
+}
+
+bool inChoices(const char* choices, const std::string& value) {
+  std::string_view all(choices);
+  size_t start = 0;
+  while (start <= all.size()) {
+    size_t bar = all.find('|', start);
+    std::string_view one = all.substr(start, bar == std::string_view::npos ? all.size() - start : bar - start);
+    if (one == value) return true;
+    if (bar == std::string_view::npos) break;
+    start = bar + 1;
+  }
+  return false;
+}
+
+// Returns the canonical text, or an error message.
+bool canonical(const SettingSpec& spec, const std::string& raw, std::string& out, std::string& why) {
+  const std::string v = trim(raw);
+  switch (spec.type) {
+    case SettingType::Bool: {
+      bool b = false;
+      if (!parseBool(v, b)) { why = "expected 0/1, true/false, yes/no or on/off"; return false; }
+      out = b ? "1" : "0";
+      return true;
+    }
+    case SettingType::Int: {
+      int64_t n = 0;
+      if (!parseInt64(v, n)) { why = "expected an integer"; return false; }
+      if (n < spec.min || n > spec.max) {
+        why = "out of range [" + std::to_string(spec.min) + ", " + std::to_string(spec.max) + "]";
+        return false;
+      }
+      out = std::to_string(n);
+      return true;
+    }
+    case SettingType::Choice: {
+      const std::string l = lower(v);
+      if (!inChoices(spec.choices, l)) { why = std::string("expected one of ") + spec.choices; return false; }
+      out = l;
+      return true;
+    }
+    case SettingType::Path:
+      out = v;  // existence is checked by the user of the path, which can say what it expected
+      return true;
+  }
+  return false;
+}
+}  // namespace
+
+std::span<const SettingSpec> settingSpecs() { return kSpecs; }
+
+const SettingSpec& specOf(SettingId id) { return kSpecs[static_cast<size_t>(id)]; }
+
+bool parseBool(std::string_view text, bool& out) {
+  const std::string l = lower(text);
+  if (l == "1" || l == "true" || l == "yes" || l == "on") { out = true; return true; }
+  if (l == "0" || l == "false" || l == "no" || l == "off") { out = false; return true; }
+  return false;
+}
+
+bool parseInt64(std::string_view text, int64_t& out) {
+  if (text.empty()) return false;
+  const char* b = text.data();
+  const char* e = b + text.size();
+  if (*b == '+') ++b;
+  auto [p, ec] = std::from_chars(b, e, out);
+  return ec == std::errc() && p == e && b != e;
+}
+
+Settings Settings::load(const EnvLookup& env, std::vector<std::string>* problems) {
+  Settings s;
+  s.values_.resize(std::size(kSpecs));
+  for (const SettingSpec& spec : kSpecs) {
+    SettingValue& v = s.values_[idx(spec.id)];
+    v.text = spec.defaultValue;
+    const char* raw = env ? env(spec.name) : nullptr;
+    if (raw == nullptr) continue;
+    v.raw = raw;
+    std::string text, why;
+    if (canonical(spec, v.raw, text, why)) {
+      v.text = text;
+      v.source = SettingSource::Environment;
+    } else {
+      v.source = SettingSource::InvalidUsedDefault;
+      if (problems) {
+        problems->push_back(std::string(spec.name) + "='" + v.raw + "' is not valid (" + why +
+                            "); using the default '" + spec.defaultValue + "'");
+      }
+    }
+  }
+  return s;
+}
+
+const Settings& Settings::process() {
+  static const Settings settings = [] {
+    std::vector<std::string> problems;
+    Settings s = load([](const char* name) { return std::getenv(name); }, &problems);
+    for (const std::string& p : problems) SYMMEM_WARN("%s", p.c_str());
+    return s;
+  }();
+  return settings;
+}
+
+int64_t Settings::integer(SettingId id) const {
+  int64_t n = 0;
+  parseInt64(values_[idx(id)].text, n);
+  return n;
+}
+
+std::string_view settingSourceName(SettingSource s) {
+  switch (s) {
+    case SettingSource::Default: return "default";
+    case SettingSource::Environment: return "environment";
+    case SettingSource::InvalidUsedDefault: return "invalid, default used";
+  }
+  return "default";
+}
+
+std::string_view settingTypeName(SettingType t) {
+  switch (t) {
+    case SettingType::Bool: return "bool";
+    case SettingType::Int: return "integer";
+    case SettingType::Choice: return "choice";
+    case SettingType::Path: return "path";
+  }
+  return "?";
+}
+
+std::string settingsMarkdownTable() {
+  std::ostringstream out;
+  out << "| Variable | Type | Default | Allowed values | Meaning |\n";
+  out << "|---|---|---|---|---|\n";
+  for (const SettingSpec& spec : kSpecs) {
+    std::string allowed;
+    switch (spec.type) {
+      case SettingType::Bool: allowed = "0/1, true/false, yes/no, on/off"; break;
+      case SettingType::Int: allowed = std::to_string(spec.min) + " .. " + std::to_string(spec.max); break;
+      case SettingType::Choice: allowed = spec.choices; break;
+      case SettingType::Path: allowed = "file path"; break;
+    }
+    std::string def = spec.defaultValue[0] ? std::string("`") + spec.defaultValue + "`" : "(unset)";
+    // '|' inside a cell would break the Markdown table.
+    std::replace(allowed.begin(), allowed.end(), '|', ',');
+    out << "| `" << spec.name << "` | " << settingTypeName(spec.type) << " | " << def << " | " << allowed
+        << " | " << spec.meaning << " |\n";
+  }
+  return out.str();
+}
+
+}  // namespace symmem
