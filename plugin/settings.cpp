@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "plugin/capability.h"
 #include "plugin/log.h"
 
 namespace symmem {
@@ -25,6 +26,8 @@ constexpr SettingSpec kSpecs[] = {
      "Decision table file (written by symmem-tune) that overrides built-in entries with the same key."},
     {SettingId::TopoFile, "SYMMEM_TOPO_FILE", SettingType::Path, "", kNoLimit, kNoLimit, nullptr,
      "Topology file (nvidia-smi topo -m text or hwloc XML) used instead of NVML/hwloc discovery."},
+    {SettingId::Capability, "SYMMEM_CC", SettingType::Capability, "", kNoLimit, kNoLimit, nullptr,
+     "Compute capability the decision assumes (e.g. 12.0), for planning with SYMMEM_TOPO_FILE; unset: detected."},
     {SettingId::ForcePath, "SYMMEM_FORCE_PATH", SettingType::Choice, "auto", kNoLimit, kNoLimit,
      "auto|oneshot|twoshot|nccl",
      "For testing: send every eligible all-reduce down one path instead of the table's choice."},
@@ -89,6 +92,13 @@ bool canonical(const SettingSpec& spec, const std::string& raw, std::string& out
       const std::string l = lower(v);
       if (!inChoices(spec.choices, l)) { why = std::string("expected one of ") + spec.choices; return false; }
       out = l;
+      return true;
+    }
+    case SettingType::Capability: {
+      if (v.empty()) { out.clear(); return true; }
+      auto cc = parseCapability(v);
+      if (!cc) { why = "expected a compute capability such as 9.0 or 12.0"; return false; }
+      out = cc->str();
       return true;
     }
     case SettingType::Path:
@@ -174,6 +184,7 @@ std::string_view settingTypeName(SettingType t) {
     case SettingType::Int: return "integer";
     case SettingType::Choice: return "choice";
     case SettingType::Path: return "path";
+    case SettingType::Capability: return "capability";
   }
   return "?";
 }
@@ -189,6 +200,7 @@ std::string settingsMarkdownTable() {
       case SettingType::Int: allowed = std::to_string(spec.min) + " .. " + std::to_string(spec.max); break;
       case SettingType::Choice: allowed = spec.choices; break;
       case SettingType::Path: allowed = "file path"; break;
+      case SettingType::Capability: allowed = "major.minor, e.g. 12.0"; break;
     }
     std::string def = spec.defaultValue[0] ? std::string("`") + spec.defaultValue + "`" : "(unset)";
     // '|' inside a cell would break the Markdown table.

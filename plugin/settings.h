@@ -17,6 +17,7 @@ enum class SettingId : int {
   Tuner,
   Table,
   TopoFile,
+  Capability,
   ForcePath,
   TimeoutMs,
   Attach,
@@ -25,7 +26,7 @@ enum class SettingId : int {
   kCount
 };
 
-enum class SettingType { Bool, Int, Choice, Path };
+enum class SettingType { Bool, Int, Choice, Path, Capability };
 
 struct SettingSpec {
   SettingId id;

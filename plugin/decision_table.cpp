@@ -1,0 +1,226 @@
+#include "plugin/decision_table.h"
+
+#include <algorithm>
+#include <array>
+
+#include "plugin/log.h"
+#include "plugin/settings.h"
+#include "plugin/table_file.h"
+
+namespace symmem {
+
+namespace {
+
+constexpr uint64_t KiB = 1024;
+constexpr uint64_t MiB = 1024 * KiB;
+
+// Per world size: index 0..6 is 2..8 ranks, index 7 the rule beyond eight ranks.
+using PerWorldSize = std::array<uint64_t, 8>;
+
+struct BuiltInRow {
+  ComputeCapability cc;
+  LinkClass link;
+  PerWorldSize oneShot;
+  PerWorldSize twoShot;
+  const char* source;
+};
+
+// ---- NVLink ----------------------------------------------------------------------------------------
+// 2x H200 NVLink (docs/ANCHORS, this project's GPU machine): a one-shot push prototype beat stock
+// NCCL at every size up to 1 MiB (5.37 vs 8.32 us at 256 KiB, 9.83 vs 13.42 us at 1 MiB), and NCCL's
+// own two-shot symmetric kernel beat stock NCCL at 4 MiB (27.3 vs 31.8 us). One-shot traffic per rank
+// grows with n-1 peers, so the limits for more ranks are scaled down from the 2-rank measurement
+// (derived, not measured: symmem-tune replaces them per machine). Beyond 8 ranks one-shot is off.
+constexpr PerWorldSize kNvlOneShot{256 * KiB, 128 * KiB, 128 * KiB, 64 * KiB, 64 * KiB, 64 * KiB, 64 * KiB, 0};
+constexpr PerWorldSize kNvlTwoShot{4 * MiB, 2 * MiB, 2 * MiB, 1 * MiB, 1 * MiB, 1 * MiB, 1 * MiB, 256 * KiB};
+constexpr const char* kNvlSource = "2x H200 NVLink measurements (docs/ANCHORS); >2 ranks scaled by peer count";
+
+// ---- PCIe Gen5 (capability 9.0 and up on PCIe boards; 12.0 RTX PRO 6000 is the first target) -------
+// 8x RTX PRO 6000, PCIe switches, dual socket (rtx6kpro pcie-bandwidth notes, docs/ANCHORS): a one-shot
+// kernel ran 7.5 / 9.2 / 16.5 us against NCCL's 24.6 / 24.2 / 24.5 us at 256 B / 8 KiB / 32 KiB, and
+// lost at 64 KiB (25.9 vs 24.1 us) and 256 KiB (73.6 vs 28.0 us) on pairs that cross sockets: so
+// 32 KiB for every PCIe class at 8 ranks. Pairs behind one switch run P2P at ~54 GB/s (same notes),
+// so fewer ranks behind a switch keep the one-shot longer (scaled by peer count, derived). Two-shot:
+// 16x RTX PRO 6000 in 4 switch islands ran a custom kernel at 26.0 vs 39.7 us for NCCL at 115 KiB
+// (b12x PR 139): allowed behind switches; through the root complex all-to-all traffic collapses to
+// 12-44% of link speed at 8 GPUs (docs/ANCHORS), so two-shot stays off there beyond 4 ranks.
+constexpr PerWorldSize kGen5SwitchOneShot{128 * KiB, 64 * KiB, 64 * KiB, 32 * KiB, 32 * KiB, 32 * KiB, 32 * KiB, 0};
+constexpr PerWorldSize kGen5SwitchTwoShot{1 * MiB, 512 * KiB, 512 * KiB, 256 * KiB, 256 * KiB, 256 * KiB, 256 * KiB, 0};
+constexpr PerWorldSize kGen5RootOneShot{64 * KiB, 32 * KiB, 32 * KiB, 32 * KiB, 32 * KiB, 32 * KiB, 32 * KiB, 0};
+constexpr PerWorldSize kGen5RootTwoShot{512 * KiB, 256 * KiB, 256 * KiB, 0, 0, 0, 0, 0};
+constexpr PerWorldSize kGen5SysOneShot{32 * KiB, 32 * KiB, 32 * KiB, 32 * KiB, 32 * KiB, 32 * KiB, 32 * KiB, 0};
+constexpr PerWorldSize kGen5SysTwoShot{0, 0, 0, 0, 0, 0, 0, 0};
+constexpr const char* kGen5Source = "8x/16x RTX PRO 6000 PCIe Gen5 reports (docs/ANCHORS); fewer ranks scaled";
+
+// ---- PCIe Gen4 (capabilities 8.x) -----------------------------------------------------------------
+// 4x V100 behind one PCIe switch, fp16, graphs (sglang-V100 PR 2, docs/ANCHORS): one-shot push 4.0 /
+// 11.8 us against NCCL's 19.4 / 24.2 us at 4 / 32 KiB, and 120.3 vs 83.5 us at 384 KiB: the crossover
+// lies between 32 and 384 KiB on Gen3; Gen4 doubles the bandwidth, so 64 KiB at 4 ranks behind a
+// switch. Other classes keep half the Gen5 limits (derived). Two-shot only behind a switch, few ranks.
+constexpr PerWorldSize kGen4SwitchOneShot{128 * KiB, 64 * KiB, 64 * KiB, 32 * KiB, 32 * KiB, 32 * KiB, 32 * KiB, 0};
+constexpr PerWorldSize kGen4SwitchTwoShot{512 * KiB, 256 * KiB, 256 * KiB, 0, 0, 0, 0, 0};
+constexpr PerWorldSize kGen4RootOneShot{32 * KiB, 16 * KiB, 16 * KiB, 16 * KiB, 16 * KiB, 16 * KiB, 16 * KiB, 0};
+constexpr PerWorldSize kGen4SysOneShot{16 * KiB, 16 * KiB, 16 * KiB, 16 * KiB, 16 * KiB, 16 * KiB, 16 * KiB, 0};
+constexpr PerWorldSize kNone{0, 0, 0, 0, 0, 0, 0, 0};
+constexpr const char* kGen4Source = "4x V100 PCIe switch report (docs/ANCHORS), scaled for Gen4";
+
+// NVLink bridges of workstation Ampere cards (RTX A6000: 4 links x 14 GB/s, fixture
+// rtx-a6000-x3-nvlink-bridge-pair) move about what a Gen5 switch does: same limits as kGen5Switch.
+constexpr const char* kBridgeSource = "RTX A6000 NVLink bridge (56 GB/s) treated like a Gen5 switch";
+
+constexpr BuiltInRow kRows[] = {
+    // 8.0 A100: SXM boards are NVSwitch (9.0 shape); PCIe boards are Gen4.
+    {{8, 0}, LinkClass::NvLink, kNvlOneShot, kNvlTwoShot, kNvlSource},
+    {{8, 0}, LinkClass::PcieSameSwitch, kGen4SwitchOneShot, kGen4SwitchTwoShot, kGen4Source},
+    {{8, 0}, LinkClass::PcieSameRoot, kGen4RootOneShot, kNone, kGen4Source},
+    {{8, 0}, LinkClass::PcieCrossSocket, kGen4SysOneShot, kNone, kGen4Source},
+    // 8.6 RTX A6000 / A40 / RTX 3090: PCIe Gen4 and NVLink bridge pairs.
+    {{8, 6}, LinkClass::NvLink, kGen5SwitchOneShot, kGen5SwitchTwoShot, kBridgeSource},
+    {{8, 6}, LinkClass::PcieSameSwitch, kGen4SwitchOneShot, kGen4SwitchTwoShot, kGen4Source},
+    {{8, 6}, LinkClass::PcieSameRoot, kGen4RootOneShot, kNone, kGen4Source},
+    {{8, 6}, LinkClass::PcieCrossSocket, kGen4SysOneShot, kNone, kGen4Source},
+    // 8.9 L40S / RTX 6000 Ada / RTX 4090 (GeForce has no P2P: the topology says so, not this table).
+    {{8, 9}, LinkClass::NvLink, kGen5SwitchOneShot, kGen5SwitchTwoShot, kBridgeSource},
+    {{8, 9}, LinkClass::PcieSameSwitch, kGen4SwitchOneShot, kGen4SwitchTwoShot, kGen4Source},
+    {{8, 9}, LinkClass::PcieSameRoot, kGen4RootOneShot, kNone, kGen4Source},
+    {{8, 9}, LinkClass::PcieCrossSocket, kGen4SysOneShot, kNone, kGen4Source},
+    // 9.0 H100 / H200 / H20: NVSwitch boards measured here; PCIe boards (H100 PCIe, H200 NVL) are Gen5.
+    {{9, 0}, LinkClass::NvLink, kNvlOneShot, kNvlTwoShot, kNvlSource},
+    {{9, 0}, LinkClass::PcieSameSwitch, kGen5SwitchOneShot, kGen5SwitchTwoShot, kGen5Source},
+    {{9, 0}, LinkClass::PcieSameRoot, kGen5RootOneShot, kGen5RootTwoShot, kGen5Source},
+    {{9, 0}, LinkClass::PcieCrossSocket, kGen5SysOneShot, kGen5SysTwoShot, kGen5Source},
+    // 10.0 B200 / 10.3 B300: NVLink 5 is faster than Hopper's; 9.0's limits are the conservative start.
+    {{10, 0}, LinkClass::NvLink, kNvlOneShot, kNvlTwoShot, kNvlSource},
+    {{10, 0}, LinkClass::PcieSameSwitch, kGen5SwitchOneShot, kGen5SwitchTwoShot, kGen5Source},
+    {{10, 0}, LinkClass::PcieSameRoot, kGen5RootOneShot, kGen5RootTwoShot, kGen5Source},
+    {{10, 0}, LinkClass::PcieCrossSocket, kGen5SysOneShot, kGen5SysTwoShot, kGen5Source},
+    {{10, 3}, LinkClass::NvLink, kNvlOneShot, kNvlTwoShot, kNvlSource},
+    {{10, 3}, LinkClass::PcieSameSwitch, kGen5SwitchOneShot, kGen5SwitchTwoShot, kGen5Source},
+    {{10, 3}, LinkClass::PcieSameRoot, kGen5RootOneShot, kGen5RootTwoShot, kGen5Source},
+    {{10, 3}, LinkClass::PcieCrossSocket, kGen5SysOneShot, kGen5SysTwoShot, kGen5Source},
+    // 12.0 RTX PRO 6000 Blackwell / RTX 5090 on PCIe Gen5: the first-class target.
+    {{12, 0}, LinkClass::NvLink, kNvlOneShot, kNvlTwoShot, kNvlSource},
+    {{12, 0}, LinkClass::PcieSameSwitch, kGen5SwitchOneShot, kGen5SwitchTwoShot, kGen5Source},
+    {{12, 0}, LinkClass::PcieSameRoot, kGen5RootOneShot, kGen5RootTwoShot, kGen5Source},
+    {{12, 0}, LinkClass::PcieCrossSocket, kGen5SysOneShot, kGen5SysTwoShot, kGen5Source},
+    // 12.1 GB10 (DGX Spark class): same Blackwell client architecture as 12.0.
+    {{12, 1}, LinkClass::NvLink, kNvlOneShot, kNvlTwoShot, kNvlSource},
+    {{12, 1}, LinkClass::PcieSameSwitch, kGen5SwitchOneShot, kGen5SwitchTwoShot, kGen5Source},
+    {{12, 1}, LinkClass::PcieSameRoot, kGen5RootOneShot, kGen5RootTwoShot, kGen5Source},
+    {{12, 1}, LinkClass::PcieCrossSocket, kGen5SysOneShot, kGen5SysTwoShot, kGen5Source},
+};
+
+DecisionTable makeBuiltIn() {
+  DecisionTable table;
+  for (const BuiltInRow& row : kRows) {
+    for (int i = 0; i < 8; ++i) {
+      Thresholds t;
+      t.cc = row.cc;
+      t.link = row.link;
+      t.nRanks = i < 7 ? i + 2 : kBeyondEightRanks;
+      t.oneShotMaxBytes = row.oneShot[i];
+      t.twoShotMaxBytes = row.twoShot[i];
+      t.source = row.source;
+      table.set(t);
+    }
+  }
+  return table;
+}
+
+bool sameKey(const Thresholds& a, ComputeCapability cc, LinkClass link, int nRanks) {
+  return a.cc == cc && a.link == link && a.nRanks == nRanks;
+}
+
+}  // namespace
+
+const DecisionTable& DecisionTable::builtIn() {
+  static const DecisionTable table = makeBuiltIn();
+  return table;
+}
+
+void DecisionTable::set(const Thresholds& entry) {
+  for (Thresholds& t : entries_) {
+    if (sameKey(t, entry.cc, entry.link, entry.nRanks)) {
+      t = entry;
+      return;
+    }
+  }
+  entries_.push_back(entry);
+}
+
+std::vector<ComputeCapability> DecisionTable::capabilities() const {
+  std::vector<ComputeCapability> caps;
+  for (const Thresholds& t : entries_)
+    if (std::find(caps.begin(), caps.end(), t.cc) == caps.end()) caps.push_back(t.cc);
+  std::sort(caps.begin(), caps.end());
+  return caps;
+}
+
+TableLookup DecisionTable::thresholdsFor(ComputeCapability cc, LinkClass link, int nRanks) const {
+  TableLookup result;
+  if (link == LinkClass::Unknown || nRanks < 2 || !cc.known()) return result;
+  const int key = nRanks > 8 ? kBeyondEightRanks : nRanks;
+
+  // Capabilities that have an entry for this link and world size.
+  std::vector<ComputeCapability> candidates;
+  for (const Thresholds& t : entries_)
+    if (t.link == link && t.nRanks == key) candidates.push_back(t.cc);
+  if (candidates.empty()) return result;
+  std::sort(candidates.begin(), candidates.end());
+
+  ComputeCapability chosen{};
+  if (std::find(candidates.begin(), candidates.end(), cc) != candidates.end()) {
+    chosen = cc;
+    result.exact = true;
+  } else {
+    // Nearest lower of the same major, else the nearest lower of a lower major: the highest
+    // candidate below cc satisfies both rules, as the list is ordered by (major, minor).
+    for (const ComputeCapability& c : candidates)
+      if (c < cc) chosen = c;
+    if (!chosen.known()) return result;
+  }
+  for (const Thresholds& t : entries_) {
+    if (sameKey(t, chosen, link, key)) {
+      result.entry = &t;
+      result.used = chosen;
+      return result;
+    }
+  }
+  return result;
+}
+
+const DecisionTable& processTable() {
+  static const DecisionTable table = [] {
+    DecisionTable t = DecisionTable::builtIn();
+    const std::string& path = Settings::process().text(SettingId::Table);
+    if (path.empty() || !Settings::process().flag(SettingId::Enable)) return t;
+    TableFileResult file = readTableFile(path);
+    if (!file.ok()) {
+      SYMMEM_WARN("%s; using the built-in decision table", file.error.c_str());
+      return t;
+    }
+    applyTableFile(file, t);
+    SYMMEM_INFO(kLogTuning | kLogInit, "decision table %s: %zu entries override the built-in ones", path.c_str(),
+                file.entries.size());
+    return t;
+  }();
+  return table;
+}
+
+TableLookup lookupWithFallbackWarning(const DecisionTable& table, ComputeCapability cc, LinkClass link, int nRanks) {
+  TableLookup found = table.thresholdsFor(cc, link, nRanks);
+  if (!cc.known() || link == LinkClass::Unknown || nRanks < 2) return found;
+  if (found.entry && !found.exact) {
+    SYMMEM_WARN_ONCE("cc-fallback-" + cc.str(),
+                     "compute capability %s has no table entry; using the entry of %s (run symmem-tune to measure "
+                     "this GPU)",
+                     cc.str().c_str(), found.used.str().c_str());
+  } else if (!found.entry) {
+    SYMMEM_WARN_ONCE("cc-none-" + cc.str() + "-" + std::string(linkClassName(link)),
+                     "compute capability %s, link %s: no table entry at or below it; staying on NCCL",
+                     cc.str().c_str(), std::string(linkClassName(link)).c_str());
+  }
+  return found;
+}
+
+}  // namespace symmem

@@ -1,0 +1,323 @@
+#include "plugin/table_file.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
+
+#include "plugin/settings.h"
+
+namespace symmem {
+
+namespace {
+
+constexpr uint64_t kMaxLimitBytes = 1ull << 32;  // 4 GiB: anything larger is a typo
+constexpr int kMaxChannels = 64;
+
+// Thresholds::source is a plain pointer; file-derived sources live for the whole process.
+const char* intern(const std::string& s) {
+  static std::mutex mutex;
+  static std::set<std::string> pool;
+  std::lock_guard<std::mutex> lock(mutex);
+  return pool.insert(s).first->c_str();
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::vector<std::string_view> splitWords(std::string_view line) {
+  std::vector<std::string_view> words;
+  size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && std::isspace(static_cast<unsigned char>(line[i]))) ++i;
+    size_t start = i;
+    while (i < line.size() && !std::isspace(static_cast<unsigned char>(line[i]))) ++i;
+    if (i > start) words.push_back(line.substr(start, i - start));
+  }
+  return words;
+}
+
+bool parseRanks(std::string_view text, int& first, int& last) {
+  auto num = [](std::string_view s, int& out) {
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+    return ec == std::errc() && p == s.data() + s.size();
+  };
+  if (text == "9+") { first = last = kBeyondEightRanks; return true; }
+  if (auto dash = text.find('-'); dash != std::string_view::npos) {
+    if (!num(text.substr(0, dash), first) || !num(text.substr(dash + 1), last)) return false;
+  } else {
+    if (!num(text, first)) return false;
+    last = first;
+  }
+  return first >= 2 && last <= 8 && first <= last;
+}
+
+std::optional<Collective> parseCollective(std::string_view s) {
+  for (int i = 0; i < kNumCollectives; ++i)
+    if (s == collectiveName(static_cast<Collective>(i))) return static_cast<Collective>(i);
+  return std::nullopt;
+}
+
+std::optional<NcclAlgo> parseAlgo(std::string_view s) {
+  for (int i = -1; i < kNcclNumAlgos; ++i)
+    if (s == ncclAlgoName(static_cast<NcclAlgo>(i))) return static_cast<NcclAlgo>(i);
+  return std::nullopt;
+}
+
+std::optional<NcclProto> parseProto(std::string_view s) {
+  for (int i = -1; i < kNcclNumProtos; ++i)
+    if (s == ncclProtoName(static_cast<NcclProto>(i))) return static_cast<NcclProto>(i);
+  return std::nullopt;
+}
+
+std::string rangeText(int first, int last) {
+  if (first == kBeyondEightRanks) return "9+";
+  return first == last ? std::to_string(first) : std::to_string(first) + "-" + std::to_string(last);
+}
+
+struct LineParser {
+  std::string_view fileName;
+  int lineNo = 0;
+  std::string error;
+
+  bool fail(const std::string& what) {
+    error = std::string(fileName) + ":" + std::to_string(lineNo) + ": " + what;
+    return false;
+  }
+
+  // key=value pairs after the keyword; every key must be known, each at most once.
+  bool keyValues(const std::vector<std::string_view>& words, const std::set<std::string>& allowed,
+                 std::map<std::string, std::string>& out) {
+    for (size_t i = 1; i < words.size(); ++i) {
+      auto eq = words[i].find('=');
+      if (eq == std::string_view::npos || eq == 0) return fail("expected key=value, found '" + std::string(words[i]) + "'");
+      std::string key = lower(words[i].substr(0, eq));
+      if (!allowed.count(key)) return fail("unknown key '" + key + "'");
+      if (out.count(key)) return fail("key '" + key + "' given twice");
+      out[key] = std::string(words[i].substr(eq + 1));
+    }
+    for (const std::string& key : allowed)
+      if (!out.count(key)) return fail("missing key '" + key + "'");
+    return true;
+  }
+
+  bool key(const std::map<std::string, std::string>& kv, ComputeCapability& cc, LinkClass& link, int& first,
+           int& last) {
+    auto c = parseCapability(kv.at("cc"));
+    if (!c) return fail("bad compute capability '" + kv.at("cc") + "' (expected e.g. 12.0)");
+    cc = *c;
+    auto l = parseLinkClass(lower(kv.at("link")));
+    if (!l || *l == LinkClass::Unknown)
+      return fail("bad link class '" + kv.at("link") + "' (expected nvlink, pcie-switch, pcie-root or pcie-sys)");
+    link = *l;
+    if (!parseRanks(kv.at("ranks"), first, last))
+      return fail("bad ranks '" + kv.at("ranks") + "' (expected N or N-M with 2 <= N <= M <= 8, or 9+)");
+    return true;
+  }
+
+  bool bytes(const std::map<std::string, std::string>& kv, const char* name, uint64_t& out) {
+    if (!parseBytes(kv.at(name), out)) return fail(std::string("bad size '") + kv.at(name) + "' for " + name);
+    if (out > kMaxLimitBytes) return fail(std::string(name) + " " + kv.at(name) + " is larger than 4GiB");
+    return true;
+  }
+};
+
+}  // namespace
+
+bool parseBytes(std::string_view text, uint64_t& out) {
+  size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  if (digits == 0) return false;
+  uint64_t value = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + digits, value);
+  if (ec != std::errc()) return false;
+  const std::string unit = lower(text.substr(digits));
+  uint64_t scale = 0;
+  if (unit.empty() || unit == "b") scale = 1;
+  else if (unit == "k" || unit == "kib") scale = 1ull << 10;
+  else if (unit == "m" || unit == "mib") scale = 1ull << 20;
+  else if (unit == "g" || unit == "gib") scale = 1ull << 30;
+  else return false;
+  if (value > (UINT64_MAX / scale)) return false;
+  out = value * scale;
+  return true;
+}
+
+std::string formatBytes(uint64_t bytes) {
+  if (bytes != 0) {
+    if (bytes % (1ull << 30) == 0) return std::to_string(bytes >> 30) + "GiB";
+    if (bytes % (1ull << 20) == 0) return std::to_string(bytes >> 20) + "MiB";
+    if (bytes % (1ull << 10) == 0) return std::to_string(bytes >> 10) + "KiB";
+  }
+  return std::to_string(bytes) + "B";
+}
+
+TableFileResult parseTableText(std::string_view text, std::string_view fileName) {
+  TableFileResult result;
+  LineParser p{fileName, 0, {}};
+  bool sawHeader = false;
+  auto failWith = [&](TableFileResult& r) {
+    r.entries.clear();
+    r.meta.clear();
+    r.error = p.error;
+    return r;
+  };
+
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t eol = text.find('\n', pos);
+    std::string_view line = text.substr(pos, eol == std::string_view::npos ? std::string_view::npos : eol - pos);
+    pos = eol == std::string_view::npos ? text.size() + 1 : eol + 1;
+    ++p.lineNo;
+    if (auto hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
+    std::vector<std::string_view> words = splitWords(line);
+    if (words.empty()) continue;
+
+    if (!sawHeader) {
+      if (words.size() != 2 || words[0] != "symmem-table") {
+        p.fail("expected the header 'symmem-table 1'");
+        return failWith(result);
+      }
+      if (words[1] != "1") {
+        p.fail("unsupported table format version '" + std::string(words[1]) + "' (this build reads 1)");
+        return failWith(result);
+      }
+      sawHeader = true;
+      continue;
+    }
+
+    const std::string keyword = lower(words[0]);
+    if (keyword == "meta") {
+      std::string_view rest = line.substr(line.find(words[0]) + words[0].size());
+      while (!rest.empty() && std::isspace(static_cast<unsigned char>(rest.front()))) rest.remove_prefix(1);
+      while (!rest.empty() && std::isspace(static_cast<unsigned char>(rest.back()))) rest.remove_suffix(1);
+      result.meta.emplace_back(rest);
+    } else if (keyword == "entry") {
+      std::map<std::string, std::string> kv;
+      ComputeCapability cc;
+      LinkClass link{};
+      int first = 0, last = 0;
+      uint64_t one = 0, two = 0;
+      if (!p.keyValues(words, {"cc", "link", "ranks", "oneshot", "twoshot"}, kv) ||
+          !p.key(kv, cc, link, first, last) || !p.bytes(kv, "oneshot", one) || !p.bytes(kv, "twoshot", two))
+        return failWith(result);
+      if (two != 0 && two < one) {
+        p.fail("twoshot (" + kv["twoshot"] + ") is below oneshot (" + kv["oneshot"] + "); use 0 to turn two-shot off");
+        return failWith(result);
+      }
+      const char* source = intern(std::string(fileName) + ":" + std::to_string(p.lineNo));
+      for (int n = first; n <= last; ++n) {
+        auto dup = std::find_if(result.entries.begin(), result.entries.end(),
+                                [&](const Thresholds& t) { return t.cc == cc && t.link == link && t.nRanks == n; });
+        if (dup != result.entries.end()) {
+          p.fail("entry cc=" + cc.str() + " link=" + std::string(linkClassName(link)) + " ranks=" + rangeText(n, n) +
+                 " defined twice (first at " + dup->source + ")");
+          return failWith(result);
+        }
+        Thresholds t;
+        t.cc = cc;
+        t.link = link;
+        t.nRanks = n;
+        t.oneShotMaxBytes = one;
+        t.twoShotMaxBytes = two;
+        t.source = source;
+        result.entries.push_back(t);
+      }
+    } else if (keyword == "band") {
+      std::map<std::string, std::string> kv;
+      ComputeCapability cc;
+      LinkClass link{};
+      int first = 0, last = 0;
+      NcclBand band;
+      if (!p.keyValues(words, {"cc", "link", "ranks", "coll", "upto", "algo", "proto", "channels"}, kv) ||
+          !p.key(kv, cc, link, first, last) || !p.bytes(kv, "upto", band.maxBytes))
+        return failWith(result);
+      auto coll = parseCollective(lower(kv["coll"]));
+      auto algo = parseAlgo(lower(kv["algo"]));
+      auto proto = parseProto(lower(kv["proto"]));
+      int64_t channels = -1;
+      if (!coll) { p.fail("bad coll '" + kv["coll"] + "' (allreduce, allgather, reducescatter, broadcast, reduce)"); return failWith(result); }
+      if (!algo) { p.fail("bad algo '" + kv["algo"] + "' (any, tree, ring, collnet_direct, collnet_chain, nvls, nvls_tree, pat)"); return failWith(result); }
+      if (!proto) { p.fail("bad proto '" + kv["proto"] + "' (any, ll, ll128, simple)"); return failWith(result); }
+      if (!parseInt64(kv["channels"], channels) || channels < 0 || channels > kMaxChannels) {
+        p.fail("bad channels '" + kv["channels"] + "' (0 = NCCL's choice, up to 64)");
+        return failWith(result);
+      }
+      band.collective = *coll;
+      band.algo = *algo;
+      band.proto = *proto;
+      band.nChannels = static_cast<int>(channels);
+      for (int n = first; n <= last; ++n) {
+        auto it = std::find_if(result.entries.begin(), result.entries.end(),
+                               [&](const Thresholds& t) { return t.cc == cc && t.link == link && t.nRanks == n; });
+        if (it == result.entries.end()) {
+          p.fail("band for cc=" + cc.str() + " link=" + std::string(linkClassName(link)) + " ranks=" + rangeText(n, n) +
+                 " has no entry line before it");
+          return failWith(result);
+        }
+        if (it->numBands == kMaxBands) {
+          p.fail("more than " + std::to_string(kMaxBands) + " bands for one entry");
+          return failWith(result);
+        }
+        it->bands[it->numBands++] = band;
+        std::sort(it->bands.begin(), it->bands.begin() + it->numBands, [](const NcclBand& a, const NcclBand& b) {
+          return a.collective != b.collective ? a.collective < b.collective : a.maxBytes < b.maxBytes;
+        });
+      }
+    } else {
+      p.fail("unknown line kind '" + std::string(words[0]) + "' (expected entry, band or meta)");
+      return failWith(result);
+    }
+  }
+  if (!sawHeader) {
+    p.lineNo = std::max(p.lineNo, 1);
+    p.fail(text.empty() ? "empty file (expected the header 'symmem-table 1')" : "no header 'symmem-table 1'");
+    return failWith(result);
+  }
+  return result;
+}
+
+TableFileResult readTableFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    TableFileResult r;
+    r.error = path + ": cannot open the table file";
+    return r;
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parseTableText(text.str(), path);
+}
+
+void applyTableFile(const TableFileResult& file, DecisionTable& table) {
+  for (const Thresholds& t : file.entries) table.set(t);
+  table.meta.insert(table.meta.end(), file.meta.begin(), file.meta.end());
+}
+
+std::string formatTable(const std::vector<Thresholds>& entries, const std::vector<std::string>& meta) {
+  std::ostringstream out;
+  out << "symmem-table 1\n";
+  for (const std::string& m : meta) out << "meta " << m << "\n";
+  for (const Thresholds& t : entries) {
+    const std::string key = "cc=" + t.cc.str() + " link=" + std::string(linkClassName(t.link)) +
+                            " ranks=" + rangeText(t.nRanks, t.nRanks);
+    out << "entry " << key << " oneshot=" << formatBytes(t.oneShotMaxBytes)
+        << " twoshot=" << formatBytes(t.twoShotMaxBytes) << "\n";
+    for (int i = 0; i < t.numBands; ++i) {
+      const NcclBand& b = t.bands[i];
+      out << "band " << key << " coll=" << collectiveName(b.collective) << " upto=" << formatBytes(b.maxBytes)
+          << " algo=" << ncclAlgoName(b.algo) << " proto=" << ncclProtoName(b.proto) << " channels=" << b.nChannels
+          << "\n";
+    }
+  }
+  return out.str();
+}
+
+}  // namespace symmem

@@ -1,0 +1,42 @@
+#pragma once
+// The table file (SYMMEM_TABLE=path): a small, line-based, human-editable text format that
+// symmem-tune writes and a person can edit. docs/table-format.md describes it:
+//
+//   symmem-table 1
+//   # comments and blank lines are ignored
+//   meta <free text: GPU model, driver, CUDA/NCCL versions, topology, date>
+//   entry cc=12.0 link=pcie-switch ranks=2-8 oneshot=64KiB twoshot=1MiB
+//   band  cc=12.0 link=pcie-switch ranks=8 coll=allreduce upto=256KiB algo=ring proto=ll channels=0
+//
+// `entry` sets the symmetric limits for (cc, link, ranks); `band` adds an NCCL choice for sizes up
+// to `upto` to an entry defined earlier in the same file. ranks is N, N-M, or 9+ (beyond eight).
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "plugin/decision_table.h"
+
+namespace symmem {
+
+struct TableFileResult {
+  std::vector<Thresholds> entries;
+  std::vector<std::string> meta;
+  std::string error;  // "path:line: problem" on failure; entries are then empty
+  bool ok() const { return error.empty(); }
+};
+
+TableFileResult parseTableText(std::string_view text, std::string_view fileName);
+TableFileResult readTableFile(const std::string& path);
+
+// Entries of the file replace built-in entries with the same key; meta lines are kept.
+void applyTableFile(const TableFileResult& file, DecisionTable& table);
+
+// The text of a table file holding `entries` (one line per entry, then its bands) and `meta`.
+std::string formatTable(const std::vector<Thresholds>& entries, const std::vector<std::string>& meta);
+
+// "64KiB", "1MiB", "8B": exact, largest binary unit that divides the value.
+std::string formatBytes(uint64_t bytes);
+// "8", "8B", "64K", "64KiB", "1M", "1MiB", "2G", "2GiB" (case-insensitive; K = 1024).
+bool parseBytes(std::string_view text, uint64_t& out);
+
+}  // namespace symmem

@@ -1,0 +1,128 @@
+#include "plugin/tuner.h"
+
+#include <new>
+#include <string>
+
+#include "plugin/log.h"
+#include "plugin/table_file.h"
+#include "symmem/version.h"
+
+namespace symmem {
+
+TunerComm makeTunerComm(const ProcessContext& process, uint64_t commId, size_t nRanks, size_t nNodes) {
+  TunerComm comm;
+  comm.commId = commId;
+  comm.policy = process.policy;
+  comm.facts.nRanks = static_cast<int>(nRanks);
+  comm.facts.nNodes = static_cast<int>(nNodes);
+  comm.facts.cc = process.node.mixedCapabilities ? ComputeCapability{} : process.node.cc;
+  comm.facts.link = process.node.link;
+  comm.facts.allPairsP2p = process.node.allPairsP2p;
+  comm.facts.symmetricCapacityBytes = 0;  // the tuner never sees calls the symmetric path takes
+  if (!comm.policy.enabled || !comm.policy.tuner || nNodes != 1 || nRanks < 2) return comm;
+  if (process.table && comm.facts.cc.known() && comm.facts.link != LinkClass::Unknown) {
+    comm.entry = lookupWithFallbackWarning(*process.table, comm.facts.cc, comm.facts.link,
+                                           static_cast<int>(nRanks)).entry;
+  }
+  comm.active = comm.entry != nullptr && comm.entry->numBands > 0;
+  return comm;
+}
+
+bool applyToCostTable(const Decision& decision, float** collCostTable, int numAlgo, int numProto, int* nChannels) {
+  if (decision.path != Path::NcclTuned || collCostTable == nullptr || numAlgo <= 0 || numProto <= 0) return false;
+  // NCCL passes a contiguous float[numAlgo][numProto] as float**: index it as such.
+  float* table = reinterpret_cast<float*>(collCostTable);
+  const int wantAlgo = static_cast<int>(decision.algo);
+  const int wantProto = static_cast<int>(decision.proto);
+  int best = -1;
+  for (int a = 0; a < numAlgo; ++a) {
+    if (wantAlgo >= 0 && a != wantAlgo) continue;
+    for (int p = 0; p < numProto; ++p) {
+      if (wantProto >= 0 && p != wantProto) continue;
+      const float cost = table[a * numProto + p];
+      if (cost < 0.0f) continue;  // IGNORE: unsupported or disabled by the user; never validate it
+      if (best < 0 || cost < table[best]) best = a * numProto + p;
+    }
+  }
+  if (best < 0) return false;  // the band's choice is not available here: keep NCCL's
+  table[best] = 0.0f;          // NCCL picks the smallest non-negative entry
+  if (decision.nChannels > 0 && nChannels) *nChannels = decision.nChannels;
+  return true;
+}
+
+namespace tuner {
+
+namespace {
+std::string describeEntry(const Thresholds* e) {
+  if (!e) return "none";
+  std::string s = "cc=" + e->cc.str() + " link=" + std::string(linkClassName(e->link)) +
+                  " ranks=" + (e->nRanks == kBeyondEightRanks ? std::string("9+") : std::to_string(e->nRanks)) +
+                  " oneshot<=" + formatBytes(e->oneShotMaxBytes) + " twoshot<=" + formatBytes(e->twoShotMaxBytes) +
+                  " bands=" + std::to_string(e->numBands) + " (" + e->source + ")";
+  return s;
+}
+}  // namespace
+
+abi::Result init(void** ctx, uint64_t commId, size_t nRanks, size_t nNodes, abi::Logger log,
+                 abi::NvlDomainInfoV5* /*nvlDomainInfo*/, abi::TunerConstantsV5* /*constants*/) {
+  if (ctx == nullptr) return abi::kSuccess;
+  *ctx = nullptr;
+  setNcclLogger(log);
+  // Never fail communicator creation: any problem leaves the communicator on NCCL's own model.
+  try {
+    const ProcessContext& process = processContext();
+    auto* comm = new (std::nothrow) TunerComm(makeTunerComm(process, commId, nRanks, nNodes));
+    if (comm == nullptr) return abi::kSuccess;
+    *ctx = comm;
+    const char* why = !process.policy.enabled  ? "disabled by SYMMEM_ENABLE=0"
+                      : !process.policy.tuner  ? "NCCL bands off by SYMMEM_TUNER=0"
+                      : nNodes != 1            ? "multi-node: NCCL untouched"
+                      : nRanks < 2             ? "single rank: NCCL untouched"
+                      : comm->entry == nullptr ? "no table entry: NCCL untouched"
+                      : comm->active           ? "applying NCCL bands"
+                                               : "no NCCL bands: NCCL's choices kept";
+    SYMMEM_INFO(kLogTuning | kLogInit,
+                "nccl-symmem %s tuner: comm 0x%llx nRanks %zu nNodes %zu; node: %s; entry: %s; %s",
+                SYMMEM_VERSION_STRING, static_cast<unsigned long long>(commId), nRanks, nNodes,
+                process.node.description.c_str(), describeEntry(comm->entry).c_str(), why);
+  } catch (...) {
+    SYMMEM_WARN("tuner init failed unexpectedly; this communicator keeps NCCL's own choices");
+  }
+  return abi::kSuccess;
+}
+
+abi::Result getCollInfo(void* ctx, abi::Func collType, size_t nBytes, int /*numPipeOps*/, float** collCostTable,
+                        int numAlgo, int numProto, int /*regBuff*/, int* nChannels) {
+  const auto* comm = static_cast<const TunerComm*>(ctx);
+  if (comm == nullptr || !comm->active || collType < 0 || collType >= kNumCollectives) return abi::kSuccess;
+  const CollRequest request{static_cast<Collective>(collType), ReduceOp::Other, DataType::Other, nBytes};
+  const Decision d = decide(request, comm->facts, comm->entry, comm->policy);
+  if (applyToCostTable(d, collCostTable, numAlgo, numProto, nChannels)) {
+    SYMMEM_TRACE(kLogTuning, "%s %zu bytes: %s/%s channels %d (table band)",
+                 std::string(collectiveName(request.collective)).c_str(), nBytes,
+                 std::string(ncclAlgoName(d.algo)).c_str(), std::string(ncclProtoName(d.proto)).c_str(), d.nChannels);
+  }
+  return abi::kSuccess;
+}
+
+abi::Result finalize(void* ctx) {
+  delete static_cast<TunerComm*>(ctx);
+  return abi::kSuccess;
+}
+
+abi::Result getCollInfoV2(void* ctx, abi::Func collType, size_t nBytes, int /*collNetSupport*/, int /*nvlsSupport*/,
+                          int /*numPipeOps*/, int* algorithm, int* protocol, int* nChannels) {
+  const auto* comm = static_cast<const TunerComm*>(ctx);
+  if (comm == nullptr || !comm->active || collType < 0 || collType >= kNumCollectives) return abi::kSuccess;
+  const CollRequest request{static_cast<Collective>(collType), ReduceOp::Other, DataType::Other, nBytes};
+  const Decision d = decide(request, comm->facts, comm->entry, comm->policy);
+  // Without a cost table NCCL cannot say what is available: only a fully specified band applies.
+  if (d.path != Path::NcclTuned || d.algo == NcclAlgo::Any || d.proto == NcclProto::Any) return abi::kSuccess;
+  if (algorithm) *algorithm = static_cast<int>(d.algo);
+  if (protocol) *protocol = static_cast<int>(d.proto);
+  if (nChannels && d.nChannels > 0) *nChannels = d.nChannels;
+  return abi::kSuccess;
+}
+
+}  // namespace tuner
+}  // namespace symmem

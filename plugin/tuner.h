@@ -1,0 +1,39 @@
+#pragma once
+// The tuner, implemented once against the v5 shape; plugin/entry/tuner_exports.cpp adapts it to
+// every ABI version NCCL may ask for.
+#include <cstddef>
+#include <cstdint>
+
+#include "plugin/process_context.h"
+#include "plugin/tuner_abi.h"
+
+namespace symmem {
+
+// Per-communicator state: small, built from the process context at init.
+struct TunerComm {
+  uint64_t commId = 0;
+  CommFacts facts;
+  const Thresholds* entry = nullptr;
+  Policy policy;
+  bool active = false;  // false: every call leaves NCCL's choices untouched
+};
+
+// Builds the per-communicator state from the process context (no NCCL involved; used by tests).
+TunerComm makeTunerComm(const ProcessContext& process, uint64_t commId, size_t nRanks, size_t nNodes);
+
+// Applies a decision to NCCL's cost table (float[numAlgo][numProto], passed as float**) and
+// nChannels. Never validates an IGNORE (-1) entry; returns true if it changed anything.
+bool applyToCostTable(const Decision& decision, float** collCostTable, int numAlgo, int numProto, int* nChannels);
+
+namespace tuner {
+abi::Result init(void** ctx, uint64_t commId, size_t nRanks, size_t nNodes, abi::Logger log,
+                 abi::NvlDomainInfoV5* nvlDomainInfo, abi::TunerConstantsV5* constants);
+abi::Result getCollInfo(void* ctx, abi::Func collType, size_t nBytes, int numPipeOps, float** collCostTable,
+                        int numAlgo, int numProto, int regBuff, int* nChannels);
+abi::Result finalize(void* ctx);
+// v2: NCCL asks for the algorithm and protocol directly (-1 = keep NCCL's).
+abi::Result getCollInfoV2(void* ctx, abi::Func collType, size_t nBytes, int collNetSupport, int nvlsSupport,
+                          int numPipeOps, int* algorithm, int* protocol, int* nChannels);
+}  // namespace tuner
+
+}  // namespace symmem
