@@ -38,12 +38,12 @@ struct AttachOptions {
   // Objects left alone by file name: "libfoo.so" matches libfoo.so, libfoo.so.2, libfoo.so.2.1.
   std::vector<std::string> skipObjectsNamed;
   // Optional last word per object: false leaves it alone. The path is what the loader reports
-  // ("" for the main program).
+  // ("" for the main program). Runs while the loader's object list is locked: it must not dlopen.
   std::function<bool(std::string_view objectPath)> shouldPatch;
 };
 
 struct PatchedSlot {
-  std::string object;   // path of the object whose GOT holds the slot ("" = main program)
+  std::string object;   // path of the object whose GOT holds the slot ("(main program)" for it)
   const char* symbol;   // the Rebinding's symbol
   void** address;       // the slot itself
   bool alreadyPatched;  // it pointed at the replacement before this call
