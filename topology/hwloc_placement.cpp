@@ -1,0 +1,85 @@
+#include "topology/hwloc_placement.h"
+
+#include "topology/placement_source.h"
+
+#ifdef SYMMEM_HAVE_HWLOC
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace symmem {
+
+GpuPlacement placementOfHwlocObject(hwloc_topology_t topo, hwloc_obj_t ioObject) {
+  GpuPlacement p;
+  hwloc_obj_t home = hwloc_get_non_io_ancestor_obj(topo, ioObject);
+  if (!home) return p;
+  if (home->nodeset && hwloc_bitmap_weight(home->nodeset) == 1) p.numaNode = hwloc_bitmap_first(home->nodeset);
+  if (home->cpuset && !hwloc_bitmap_iszero(home->cpuset)) {
+    char* list = nullptr;
+    if (hwloc_bitmap_list_asprintf(&list, home->cpuset) >= 0 && list) p.cpuAffinity = list;
+    std::free(list);
+  }
+  return p;
+}
+
+namespace {
+
+class HwlocPlacementSource final : public PlacementSource {
+ public:
+  HwlocPlacementSource() {
+    if (hwloc_topology_init(&topo_) != 0) {
+      topo_ = nullptr;
+      reason_ = "hwloc_topology_init failed";
+      return;
+    }
+    hwloc_topology_set_io_types_filter(topo_, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+    if (hwloc_topology_load(topo_) != 0) {
+      hwloc_topology_destroy(topo_);
+      topo_ = nullptr;
+      reason_ = "hwloc_topology_load failed";
+    }
+  }
+  ~HwlocPlacementSource() override {
+    if (topo_) hwloc_topology_destroy(topo_);
+  }
+
+  std::string unavailableReason() const override { return reason_; }
+
+  std::optional<GpuPlacement> placementOf(std::string_view busId) override {
+    if (!topo_) return std::nullopt;
+    unsigned domain = 0, bus = 0, dev = 0, func = 0;
+    const std::string id(busId);
+    if (std::sscanf(id.c_str(), "%x:%x:%x.%x", &domain, &bus, &dev, &func) != 4) return std::nullopt;
+    hwloc_obj_t obj = hwloc_get_pcidev_by_busid(topo_, domain, bus, dev, func);
+    if (!obj) return std::nullopt;
+    return placementOfHwlocObject(topo_, obj);
+  }
+
+ private:
+  hwloc_topology_t topo_ = nullptr;
+  std::string reason_;
+};
+
+}  // namespace
+
+std::unique_ptr<PlacementSource> openHwlocPlacement() { return std::make_unique<HwlocPlacementSource>(); }
+
+}  // namespace symmem
+
+#else  // !SYMMEM_HAVE_HWLOC
+
+namespace symmem {
+
+namespace {
+class NoPlacementSource final : public PlacementSource {
+ public:
+  std::string unavailableReason() const override { return "this build has no hwloc"; }
+  std::optional<GpuPlacement> placementOf(std::string_view) override { return std::nullopt; }
+};
+}  // namespace
+
+std::unique_ptr<PlacementSource> openHwlocPlacement() { return std::make_unique<NoPlacementSource>(); }
+
+}  // namespace symmem
+
+#endif
