@@ -82,13 +82,12 @@ Decision ncclChoice(const CollRequest& request, const Thresholds& entry, const P
   return untouched(Reason::NoBandForSize);
 }
 
-// Why the symmetric path cannot take this call, or nullopt-like Reason::WithinOneShotLimit if it can.
+// Whether the symmetric path could take this call at all (size limits aside); if not, why.
 bool symmetricEligible(const CollRequest& request, const CommFacts& facts, const Policy& policy, Reason& why) {
   if (request.collective != Collective::AllReduce) { why = Reason::NotAllReduce; return false; }
   if (!policy.symmetric) { why = Reason::SymmetricOff; return false; }
   if (!symmetricSupports(request.dtype, request.op)) { why = Reason::UnsupportedDtypeOrOp; return false; }
   if (!facts.allPairsP2p) { why = Reason::NoP2p; return false; }
-  if (request.bytes > facts.symmetricCapacityBytes) { why = Reason::ExceedsCapacity; return false; }
   return true;
 }
 
@@ -106,6 +105,7 @@ Decision decide(const CollRequest& request, const CommFacts& facts, const Thresh
   if (policy.force != ForcedPath::Auto) {
     if (policy.force == ForcedPath::Nccl) return untouched(Reason::Forced);
     if (!eligible) return untouched(why);
+    if (request.bytes > facts.symmetricCapacityBytes) return untouched(Reason::ExceedsCapacity);
     return Decision{policy.force == ForcedPath::OneShot ? Path::SymOneShot : Path::SymTwoShot, NcclAlgo::Any,
                     NcclProto::Any, 0, Reason::Forced};
   }
@@ -114,14 +114,20 @@ Decision decide(const CollRequest& request, const CommFacts& facts, const Thresh
   if (entry == nullptr) return untouched(Reason::NoTableEntry);
 
   if (eligible) {
-    if (request.bytes <= entry->oneShotMaxBytes)
-      return Decision{Path::SymOneShot, NcclAlgo::Any, NcclProto::Any, 0, Reason::WithinOneShotLimit};
-    if (request.bytes <= entry->twoShotMaxBytes)
-      return Decision{Path::SymTwoShot, NcclAlgo::Any, NcclProto::Any, 0, Reason::WithinTwoShotLimit};
+    const bool fits = request.bytes <= facts.symmetricCapacityBytes;
+    if (request.bytes <= entry->oneShotMaxBytes) {
+      if (fits) return Decision{Path::SymOneShot, NcclAlgo::Any, NcclProto::Any, 0, Reason::WithinOneShotLimit};
+      why = Reason::ExceedsCapacity;
+    } else if (request.bytes <= entry->twoShotMaxBytes) {
+      if (fits) return Decision{Path::SymTwoShot, NcclAlgo::Any, NcclProto::Any, 0, Reason::WithinTwoShotLimit};
+      why = Reason::ExceedsCapacity;
+    } else {
+      why = Reason::NoBandForSize;
+    }
   }
   Decision d = ncclChoice(request, *entry, policy);
   // Keep the more telling reason when nothing applies: why the symmetric path was not taken.
-  if (d.path == Path::NcclUntouched && !eligible && request.collective == Collective::AllReduce) d.reason = why;
+  if (d.path == Path::NcclUntouched && d.reason != Reason::TunerOff) d.reason = why;
   return d;
 }
 

@@ -1,1 +1,240 @@
-int main() { return 0; }
+// symmem-info: what the plugin would do, and why.
+//
+//   symmem-info                         detected machine, or the bundled default without GPUs
+//   symmem-info --cc 12.0 --link pcie-switch --ranks 4
+//   symmem-info --topo FILE             classified topology (nvidia-smi topo -m text, hwloc XML)
+//   symmem-info --env                   the settings table docs/settings.md carries
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "plugin/collective.h"
+#include "plugin/decision.h"
+#include "plugin/decision_table.h"
+#include "plugin/process_context.h"
+#include "plugin/settings.h"
+#include "plugin/table_file.h"
+#include "symmem/version.h"
+#include "tools/info_topology.h"
+#include "tools/plugin_load_check.h"
+
+namespace {
+
+using namespace symmem;
+
+struct Options {
+  std::optional<ComputeCapability> cc;
+  std::optional<LinkClass> link;
+  std::optional<int> ranks;
+  std::string topoFile;
+  std::string pluginPath;
+  DataType dtype = DataType::Bfloat16;
+  ReduceOp op = ReduceOp::Sum;
+  bool env = false;
+  bool dumpTable = false;
+  bool p2p = true;
+};
+
+void usage(FILE* out) {
+  fprintf(out,
+          "usage: symmem-info [--cc X.Y] [--link nvlink|pcie-switch|pcie-root|pcie-sys] [--ranks N]\n"
+          "                   [--topo FILE] [--dtype bfloat16|half|float] [--op sum|prod|min|max] [--no-p2p]\n"
+          "                   [--plugin PATH]\n"
+          "       symmem-info --env           the SYMMEM_* settings as the Markdown table of docs/settings.md\n"
+          "       symmem-info --dump-table    the decision table in use, in table-file format (a start for edits)\n"
+          "Prints the version, the NCCL in use, the SYMMEM_* settings and the decision for every power-of-two\n"
+          "all-reduce size from 8 B to 256 MiB. Without GPUs and without arguments it shows the bundled default:\n"
+          "8x RTX PRO 6000 Blackwell (capability 12.0) on PCIe, dual socket.\n");
+}
+
+bool parseArgs(int argc, char** argv, Options& o) {
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&](const char* name) -> const char* {
+      if (i + 1 >= argc) {
+        fprintf(stderr, "symmem-info: %s needs a value\n", name);
+        return nullptr;
+      }
+      return argv[++i];
+    };
+    if (a == "-h" || a == "--help") {
+      usage(stdout);
+      exit(0);
+    } else if (a == "--env") {
+      o.env = true;
+    } else if (a == "--dump-table") {
+      o.dumpTable = true;
+    } else if (a == "--no-p2p") {
+      o.p2p = false;
+    } else if (a == "--cc") {
+      const char* v = value("--cc");
+      if (!v || !(o.cc = parseCapability(v))) {
+        fprintf(stderr, "symmem-info: bad --cc '%s' (expected e.g. 12.0)\n", v ? v : "");
+        return false;
+      }
+    } else if (a == "--link") {
+      const char* v = value("--link");
+      if (!v || !(o.link = parseLinkClass(v)) || *o.link == LinkClass::Unknown) {
+        fprintf(stderr, "symmem-info: bad --link '%s' (nvlink, pcie-switch, pcie-root, pcie-sys)\n", v ? v : "");
+        return false;
+      }
+    } else if (a == "--ranks") {
+      const char* v = value("--ranks");
+      int64_t n = 0;
+      if (!v || !parseInt64(v, n) || n < 1 || n > 1024) {
+        fprintf(stderr, "symmem-info: bad --ranks '%s' (1 to 1024)\n", v ? v : "");
+        return false;
+      }
+      o.ranks = static_cast<int>(n);
+    } else if (a == "--plugin") {
+      const char* v = value("--plugin");
+      if (!v) return false;
+      o.pluginPath = v;
+    } else if (a == "--topo") {
+      const char* v = value("--topo");
+      if (!v) return false;
+      o.topoFile = v;
+    } else if (a == "--dtype") {
+      const char* v = value("--dtype");
+      if (!v) return false;
+      std::string s = v;
+      if (s == "bf16" || s == "bfloat16") o.dtype = DataType::Bfloat16;
+      else if (s == "fp16" || s == "half") o.dtype = DataType::Float16;
+      else if (s == "fp32" || s == "float") o.dtype = DataType::Float32;
+      else if (s == "double" || s == "fp64") o.dtype = DataType::Float64;
+      else if (s == "int32") o.dtype = DataType::Int32;
+      else {
+        fprintf(stderr, "symmem-info: bad --dtype '%s'\n", v);
+        return false;
+      }
+    } else if (a == "--op") {
+      const char* v = value("--op");
+      if (!v) return false;
+      std::string s = v;
+      if (s == "sum") o.op = ReduceOp::Sum;
+      else if (s == "prod") o.op = ReduceOp::Prod;
+      else if (s == "min") o.op = ReduceOp::Min;
+      else if (s == "max") o.op = ReduceOp::Max;
+      else if (s == "avg") o.op = ReduceOp::Avg;
+      else {
+        fprintf(stderr, "symmem-info: bad --op '%s'\n", v);
+        return false;
+      }
+    } else {
+      fprintf(stderr, "symmem-info: unknown argument '%s'\n", a.c_str());
+      usage(stderr);
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string versionText(int code) {
+  // NCCL_VERSION(X,Y,Z) = X*10000 + Y*100 + Z since 2.9.
+  return std::to_string(code / 10000) + "." + std::to_string(code / 100 % 100) + "." + std::to_string(code % 100);
+}
+
+std::string loadedNcclVersion() {
+  const char* candidates[] = {"libnccl.so.2", SYMMEM_BUILT_NCCL_LIBRARY};
+  for (const char* name : candidates) {
+    void* handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (!handle) continue;
+    using GetVersion = int (*)(int*);
+    auto fn = reinterpret_cast<GetVersion>(dlsym(handle, "ncclGetVersion"));
+    int code = 0;
+    std::string result = fn && fn(&code) == 0 ? versionText(code) + " (" + name + ")" : "unknown";
+    dlclose(handle);
+    return result;
+  }
+  return "not loadable here (libnccl.so.2 not on the library path)";
+}
+
+void printSettings(const Settings& settings) {
+  printf("settings:\n");
+  for (const SettingSpec& spec : settingSpecs()) {
+    const SettingValue& v = settings.value(spec.id);
+    std::string shown = v.text.empty() ? "(unset)" : v.text;
+    std::string source(settingSourceName(v.source));
+    if (v.source == SettingSource::InvalidUsedDefault) source += ": '" + v.raw + "'";
+    printf("  %-18s = %-12s [%s]\n", spec.name, shown.c_str(), source.c_str());
+  }
+}
+
+void printDecisions(const DecisionTable& table, const CommFacts& baseFacts, const Policy& policy, DataType dtype,
+                    ReduceOp op) {
+  const TableLookup found = lookupWithFallbackWarning(table, baseFacts.cc, baseFacts.link, baseFacts.nRanks);
+  CommFacts facts = baseFacts;
+  if (found.entry) {
+    // The interposer sizes its buffers for the largest message the table sends to the symmetric path.
+    facts.symmetricCapacityBytes = std::max(found.entry->oneShotMaxBytes, found.entry->twoShotMaxBytes);
+    auto limit = [](uint64_t b) { return b ? "<=" + formatBytes(b) : std::string(" off"); };
+    printf("table entry: cc=%s link=%s ranks=%s oneshot%s twoshot%s bands=%d%s\n  source: %s\n",
+           found.used.str().c_str(), std::string(linkClassName(found.entry->link)).c_str(),
+           found.entry->nRanks == kBeyondEightRanks ? "9+" : std::to_string(found.entry->nRanks).c_str(),
+           limit(found.entry->oneShotMaxBytes).c_str(), limit(found.entry->twoShotMaxBytes).c_str(),
+           found.entry->numBands, found.exact ? "" : "  (nearest lower capability: unlisted GPU)",
+           found.entry->source);
+  } else {
+    printf("table entry: none (every call stays on NCCL)\n");
+  }
+  printf("\nall-reduce %s %s, %d ranks, cc %s, link %s, P2P %s:\n", std::string(dataTypeName(dtype)).c_str(),
+         std::string(reduceOpName(op)).c_str(), facts.nRanks, facts.cc.known() ? facts.cc.str().c_str() : "unknown",
+         std::string(linkClassName(facts.link)).c_str(), facts.allPairsP2p ? "yes" : "no");
+  printf("  %10s  %-20s  %s\n", "bytes", "path", "why");
+  for (uint64_t bytes = 8; bytes <= (256ull << 20); bytes *= 2) {
+    const CollRequest request{Collective::AllReduce, op, dtype, bytes};
+    const Decision d = decide(request, facts, found.entry, policy);
+    std::string path(pathName(d.path));
+    if (d.path == Path::NcclTuned) {
+      path += " " + std::string(ncclAlgoName(d.algo)) + "/" + std::string(ncclProtoName(d.proto));
+      if (d.nChannels) path += " ch" + std::to_string(d.nChannels);
+    }
+    printf("  %10s  %-20s  %s\n", formatBytes(bytes).c_str(), path.c_str(), std::string(reasonText(d.reason)).c_str());
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  setvbuf(stdout, nullptr, _IOLBF, 0);  // keep stdout and the library's stderr warnings in order
+  Options opt;
+  if (!parseArgs(argc, argv, opt)) return 2;
+  if (opt.env) {
+    fputs(settingsMarkdownTable().c_str(), stdout);
+    return 0;
+  }
+  if (opt.dumpTable) {
+    fputs(formatTable(processTable().entries(), processTable().meta).c_str(), stdout);
+    return 0;
+  }
+
+  const Settings& settings = Settings::process();
+  printf("nccl-symmem %s\n", SYMMEM_VERSION_STRING);
+  printf("NCCL built against: %s\n", SYMMEM_BUILT_NCCL_VERSION);
+  printf("NCCL loaded:        %s\n", loadedNcclVersion().c_str());
+  printSettings(settings);
+  printf("\n");
+  const PluginLoadReport load = checkPluginLoads(opt.pluginPath.empty() ? defaultPluginPath() : opt.pluginPath);
+  fputs(load.text.c_str(), stdout);
+  printf("\n");
+
+  // Facts: --topo file, else the detected node, else the bundled default; explicit flags win.
+  const std::string topoFile = !opt.topoFile.empty() ? opt.topoFile : settings.text(SettingId::TopoFile);
+  MachineView machine = describeMachine(topoFile, settings);
+  fputs(machine.text.c_str(), stdout);
+
+  CommFacts facts;
+  facts.nNodes = 1;
+  facts.nRanks = opt.ranks.value_or(machine.gpuCount);
+  facts.cc = opt.cc.value_or(machine.cc);
+  facts.link = opt.link.value_or(machine.link);
+  facts.allPairsP2p = opt.p2p && (opt.link ? true : machine.allPairsP2p);
+  printf("\n");
+  printDecisions(processTable(), facts, policyFrom(settings), opt.dtype, opt.op);
+  return load.ok ? 0 : 1;
+}

@@ -1,3 +1,64 @@
+// Per-call cost of the decision and of the tuner's getCollInfo (target: under 50 ns each).
+// A benchmark, not a test: it reports, it does not pass or fail.
 #include <benchmark/benchmark.h>
-static void BM_Nothing(benchmark::State& s) { for (auto _ : s) {} }
-BENCHMARK(BM_Nothing);
+
+#include "plugin/decision_table.h"
+#include "plugin/tuner.h"
+
+namespace symmem {
+namespace {
+
+void BM_Decide(benchmark::State& state) {
+  const Thresholds* entry = DecisionTable::builtIn().thresholdsFor({12, 0}, LinkClass::PcieSameSwitch, 8).entry;
+  CommFacts facts{8, 1, {12, 0}, LinkClass::PcieSameSwitch, true, 1 << 20};
+  const Policy policy;
+  uint64_t bytes = 8;
+  for (auto _ : state) {
+    CollRequest r{Collective::AllReduce, ReduceOp::Sum, DataType::Bfloat16, bytes};
+    benchmark::DoNotOptimize(decide(r, facts, entry, policy));
+    bytes = bytes >= (64u << 20) ? 8 : bytes * 2;
+  }
+}
+BENCHMARK(BM_Decide);
+
+void BM_GetCollInfoWithBands(benchmark::State& state) {
+  DecisionTable table = DecisionTable::builtIn();
+  Thresholds e = *table.thresholdsFor({12, 0}, LinkClass::PcieCrossSocket, 8).entry;
+  e.bands[0] = {Collective::AllReduce, 256 << 10, NcclAlgo::Ring, NcclProto::LL, 0};
+  e.bands[1] = {Collective::AllReduce, 16 << 20, NcclAlgo::Tree, NcclProto::Simple, 8};
+  e.numBands = 2;
+  table.set(e);
+  ProcessContext process;
+  process.node.cc = {12, 0};
+  process.node.link = LinkClass::PcieCrossSocket;
+  process.table = &table;
+  TunerComm comm = makeTunerComm(process, 1, 8, 1);
+  float cells[7][3];
+  size_t bytes = 8;
+  for (auto _ : state) {
+    for (auto& row : cells) row[0] = row[1] = row[2] = -1.0f;
+    cells[0][0] = 3.0f;
+    cells[1][0] = 2.0f;
+    cells[0][2] = 9.0f;
+    cells[1][2] = 8.0f;
+    int nChannels = 0;
+    tuner::getCollInfo(&comm, 4, bytes, 1, reinterpret_cast<float**>(cells), 7, 3, 0, &nChannels);
+    benchmark::DoNotOptimize(cells);
+    bytes = bytes >= (64u << 20) ? 8 : bytes * 2;
+  }
+}
+BENCHMARK(BM_GetCollInfoWithBands);
+
+void BM_GetCollInfoInactive(benchmark::State& state) {
+  TunerComm comm;  // not active: the common case on a machine with no bands
+  float cells[7][3] = {};
+  for (auto _ : state) {
+    int nChannels = 0;
+    tuner::getCollInfo(&comm, 4, 4096, 1, reinterpret_cast<float**>(cells), 7, 3, 0, &nChannels);
+    benchmark::DoNotOptimize(cells);
+  }
+}
+BENCHMARK(BM_GetCollInfoInactive);
+
+}  // namespace
+}  // namespace symmem

@@ -1,0 +1,289 @@
+// Loads the built plugin the way NCCL does (dlopen RTLD_NOW | RTLD_LOCAL, dlsym of each
+// ncclTunerPlugin_vN) and drives init / getCollInfo / finalize on cost tables seeded like NCCL's.
+// Each scenario runs in a forked child so the plugin starts with a fresh process state and the
+// environment of that scenario.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "plugin/tuner_abi.h"
+
+namespace symmem {
+namespace {
+
+constexpr float kIgnore = -1.0f;
+constexpr int kAllReduce = 4;
+const std::string kTopo =
+    std::string(SYMMEM_TEST_DATA_DIR) + "/topologies/rtx-pro-6000-server-x8-asus-esc8000a-e13p-broadcom.topo.txt";
+
+struct Table {
+  float cells[7][3];
+  Table() {
+    for (auto& row : cells)
+      for (float& c : row) c = kIgnore;
+    cells[0][0] = 12.0f;  // tree/ll
+    cells[0][2] = 30.0f;  // tree/simple
+    cells[1][0] = 10.0f;  // ring/ll
+    cells[1][2] = 25.0f;  // ring/simple
+  }
+  float** raw() { return reinterpret_cast<float**>(&cells[0][0]); }
+  std::pair<int, int> choice() const {
+    int ba = -1, bp = -1;
+    for (int a = 0; a < 7; ++a)
+      for (int p = 0; p < 3; ++p)
+        if (cells[a][p] >= 0 && (ba < 0 || cells[a][p] < cells[ba][bp])) ba = a, bp = p;
+    return {ba, bp};
+  }
+  int ignored() const {
+    int n = 0;
+    for (auto& row : cells)
+      for (float c : row) n += c < 0;
+    return n;
+  }
+};
+
+// Failures found in the child, written to a pipe for the parent to report.
+std::vector<std::string>* gProblems = nullptr;
+std::vector<std::string>* gLogLines = nullptr;
+#define CHILD_CHECK(cond, msg)                                                       \
+  do {                                                                               \
+    if (!(cond)) gProblems->push_back(std::string(msg) + " [" #cond "]");            \
+  } while (0)
+
+void captureLog(int level, unsigned long flags, const char*, int, const char* fmt, ...) {
+  char buf[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  gLogLines->push_back(std::to_string(level) + ":" + std::to_string(flags) + ":" + buf);
+}
+
+std::string runInChild(const std::map<std::string, std::string>& env, const std::function<void(void*)>& body) {
+  int fds[2];
+  if (pipe(fds) != 0) return "pipe failed";
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    std::vector<std::string> problems, logs;
+    gProblems = &problems;
+    gLogLines = &logs;
+    for (const char* v : {"SYMMEM_TABLE", "SYMMEM_TOPO_FILE", "SYMMEM_CC", "SYMMEM_ENABLE", "SYMMEM_TUNER"})
+      unsetenv(v);
+    for (auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+    void* handle = dlopen(SYMMEM_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+      problems.push_back(std::string("dlopen failed: ") + dlerror());
+    } else {
+      body(handle);
+    }
+    std::string out;
+    for (auto& p : problems) out += p + "\n";
+    if (write(fds[1], out.data(), out.size()) < 0) _exit(3);
+    close(fds[1]);
+    _exit(problems.empty() ? 0 : 1);
+  }
+  close(fds[1]);
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof(buf))) > 0) out.append(buf, n);
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status)) out += "child died (signal " + std::to_string(WTERMSIG(status)) + ")\n";
+  else if (WEXITSTATUS(status) != 0 && out.empty()) out += "child exit " + std::to_string(WEXITSTATUS(status)) + "\n";
+  return out;
+}
+
+template <typename T>
+const T* symbol(void* handle, const char* name) {
+  return static_cast<const T*>(dlsym(handle, name));
+}
+
+void checkEveryVersionLeavesTableAlone(void* handle) {
+  const auto* v6 = symbol<abi::TunerV6>(handle, "ncclTunerPlugin_v6");
+  const auto* v5 = symbol<abi::TunerV5>(handle, "ncclTunerPlugin_v5");
+  const auto* v4 = symbol<abi::TunerV4>(handle, "ncclTunerPlugin_v4");
+  const auto* v3 = symbol<abi::TunerV3>(handle, "ncclTunerPlugin_v3");
+  const auto* v2 = symbol<abi::TunerV2>(handle, "ncclTunerPlugin_v2");
+  CHILD_CHECK(v6 && v5 && v4 && v3 && v2, "every ncclTunerPlugin_vN is exported");
+  if (!(v6 && v5 && v4 && v3 && v2)) return;
+  CHILD_CHECK(std::strcmp(v5->name, "symmem") == 0, "v5 name");
+  CHILD_CHECK(v6->getChunkSize == nullptr, "v6 chunk-size hook is optional and unused");
+
+  abi::NvlDomainInfoV5 nvl{1, 8, 8};
+  abi::TunerConstantsV5 constants{};
+  void* ctx = nullptr;
+  CHILD_CHECK(v5->init(&ctx, 0x1234, 8, 1, captureLog, &nvl, &constants) == abi::kSuccess, "v5 init succeeds");
+  CHILD_CHECK(ctx != nullptr, "v5 init makes a context");
+  for (int coll = 0; coll <= 4; ++coll)
+    for (size_t bytes : {size_t{8}, size_t{65536}, size_t{1} << 26}) {
+      Table t;
+      int nChannels = 0;
+      CHILD_CHECK(v5->getCollInfo(ctx, coll, bytes, 1, t.raw(), 7, 3, 0, &nChannels) == abi::kSuccess, "success");
+      CHILD_CHECK(t.choice() == std::make_pair(1, 0) && t.ignored() == 17, "table untouched");
+      CHILD_CHECK(nChannels == 0, "nChannels untouched");
+    }
+  CHILD_CHECK(v5->finalize(ctx) == abi::kSuccess, "v5 finalize");
+
+  // Older shapes through their adapters.
+  void* c4 = nullptr;
+  CHILD_CHECK(v4->init(8, 1, captureLog, &c4) == abi::kSuccess && c4, "v4 init");
+  Table t4;
+  int ch = 0;
+  CHILD_CHECK(v4->getCollInfo(c4, kAllReduce, 1024, 1, t4.raw(), 7, 3, 0, &ch) == abi::kSuccess, "v4 getCollInfo");
+  CHILD_CHECK(v4->destroy(c4) == abi::kSuccess, "v4 destroy");
+  void* c3 = nullptr;
+  CHILD_CHECK(v3->init(8, 1, captureLog, &c3) == abi::kSuccess && c3, "v3 init");
+  Table t3;
+  CHILD_CHECK(v3->getCollInfo(c3, kAllReduce, 1024, 1, t3.raw(), 7, 3, &ch) == abi::kSuccess, "v3 getCollInfo");
+  CHILD_CHECK(v3->destroy(c3) == abi::kSuccess, "v3 destroy");
+  void* c2 = nullptr;
+  CHILD_CHECK(v2->init(8, 1, captureLog, &c2) == abi::kSuccess && c2, "v2 init");
+  int algo = -1, proto = -1;
+  CHILD_CHECK(v2->getCollInfo(c2, kAllReduce, 1024, 0, 0, 1, &algo, &proto, &ch) == abi::kSuccess, "v2 getCollInfo");
+  CHILD_CHECK(algo == -1 && proto == -1, "v2 leaves NCCL's choice");
+  CHILD_CHECK(v2->destroy(c2) == abi::kSuccess, "v2 destroy");
+  // A null context (init failed elsewhere) is harmless.
+  Table tn;
+  CHILD_CHECK(v5->getCollInfo(nullptr, kAllReduce, 8, 1, tn.raw(), 7, 3, 0, &ch) == abi::kSuccess, "null ctx");
+}
+
+TEST(PluginDlopen, EveryVersionLoadsAndLeavesNcclAloneWithoutFacts) {
+  EXPECT_EQ(runInChild({}, checkEveryVersionLeavesTableAlone), "");
+}
+
+TEST(PluginDlopen, InitLogsOneTuningInfoLine) {
+  std::string problems = runInChild({}, [](void* handle) {
+    const auto* v5 = symbol<abi::TunerV5>(handle, "ncclTunerPlugin_v5");
+    void* ctx = nullptr;
+    v5->init(&ctx, 7, 4, 1, captureLog, nullptr, nullptr);
+    v5->finalize(ctx);
+    int infos = 0;
+    for (const std::string& l : *gLogLines)
+      if (l.starts_with("3:65:") && l.find("nccl-symmem") != std::string::npos && l.find("nRanks 4") != std::string::npos)
+        ++infos;  // level INFO (3), flags TUNING|INIT (0x41)
+    CHILD_CHECK(infos == 1, "exactly one INFO line from init, got " + std::to_string(infos));
+  });
+  EXPECT_EQ(problems, "");
+}
+
+// With known facts and a table file carrying a band, the tuner steers NCCL, within NCCL's rules.
+TEST(PluginDlopen, AppliesTableBandsWithinNcclsRules) {
+  char path[] = "/tmp/symmem-band-XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  const std::string text =
+      "symmem-table 1\n"
+      "entry cc=12.0 link=pcie-sys ranks=8 oneshot=32KiB twoshot=0\n"
+      "band cc=12.0 link=pcie-sys ranks=8 coll=allreduce upto=4MiB algo=tree proto=simple channels=6\n";
+  ASSERT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  close(fd);
+  std::string problems = runInChild(
+      {{"SYMMEM_TABLE", path}, {"SYMMEM_TOPO_FILE", kTopo}, {"SYMMEM_CC", "12.0"}}, [](void* handle) {
+        const auto* v5 = symbol<abi::TunerV5>(handle, "ncclTunerPlugin_v5");
+        void* ctx = nullptr;
+        v5->init(&ctx, 42, 8, 1, captureLog, nullptr, nullptr);
+        Table t;
+        int nChannels = 0;
+        v5->getCollInfo(ctx, kAllReduce, 65536, 1, t.raw(), 7, 3, 0, &nChannels);
+        CHILD_CHECK(t.choice() == std::make_pair(0, 2), "band forces tree/simple");
+        CHILD_CHECK(t.ignored() == 17, "no IGNORE entry validated");
+        CHILD_CHECK(nChannels == 6, "band's channel count");
+
+        // The user disabled tree (NCCL_ALGO=ring): the band cannot apply and NCCL's choice stays.
+        Table noTree;
+        noTree.cells[0][0] = noTree.cells[0][2] = kIgnore;
+        int ch2 = 0;
+        v5->getCollInfo(ctx, kAllReduce, 65536, 1, noTree.raw(), 7, 3, 0, &ch2);
+        CHILD_CHECK(noTree.choice() == std::make_pair(1, 0) && noTree.ignored() == 19, "IGNORE respected");
+        CHILD_CHECK(ch2 == 0, "no channel change when nothing applied");
+
+        // Above the band and for other collectives: untouched.
+        Table big;
+        int ch3 = 0;
+        v5->getCollInfo(ctx, kAllReduce, size_t{64} << 20, 1, big.raw(), 7, 3, 0, &ch3);
+        CHILD_CHECK(big.choice() == std::make_pair(1, 0) && ch3 == 0, "above the band: untouched");
+        Table ag;
+        v5->getCollInfo(ctx, 2, 65536, 1, ag.raw(), 7, 3, 0, &ch3);
+        CHILD_CHECK(ag.choice() == std::make_pair(1, 0), "all-gather has no band: untouched");
+        v5->finalize(ctx);
+
+        // Multi-node communicators are never touched.
+        void* multi = nullptr;
+        v5->init(&multi, 43, 16, 2, captureLog, nullptr, nullptr);
+        Table m;
+        int ch4 = 0;
+        v5->getCollInfo(multi, kAllReduce, 65536, 1, m.raw(), 7, 3, 0, &ch4);
+        CHILD_CHECK(m.choice() == std::make_pair(1, 0) && ch4 == 0, "multi-node untouched");
+        v5->finalize(multi);
+
+        // v2 gets the fully specified band as algorithm/protocol.
+        const auto* v2 = symbol<abi::TunerV2>(handle, "ncclTunerPlugin_v2");
+        void* c2 = nullptr;
+        v2->init(8, 1, captureLog, &c2);
+        int algo = -1, proto = -1, ch5 = 0;
+        v2->getCollInfo(c2, kAllReduce, 65536, 0, 0, 1, &algo, &proto, &ch5);
+        CHILD_CHECK(algo == 0 && proto == 2 && ch5 == 6, "v2 receives tree/simple/6");
+        v2->destroy(c2);
+      });
+  unlink(path);
+  EXPECT_EQ(problems, "");
+}
+
+TEST(PluginDlopen, BadTableFileFallsBackToBuiltInAndSaysWhere) {
+  char path[] = "/tmp/symmem-bad-XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  const std::string text = "symmem-table 1\nentry cc=12.0 link=warp ranks=8 oneshot=1K twoshot=0\n";
+  ASSERT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  close(fd);
+  const std::string file = path;
+  std::string problems = runInChild({{"SYMMEM_TABLE", path}, {"SYMMEM_TOPO_FILE", kTopo}, {"SYMMEM_CC", "12.0"}},
+                                    [file](void* handle) {
+                                      checkEveryVersionLeavesTableAlone(handle);
+                                      bool warned = false;
+                                      for (const std::string& l : *gLogLines)
+                                        warned |= l.starts_with("2:") && l.find(file + ":2:") != std::string::npos &&
+                                                  l.find("built-in") != std::string::npos;
+                                      CHILD_CHECK(warned, "WARN names the file and line");
+                                    });
+  unlink(path);
+  EXPECT_EQ(problems, "");
+}
+
+// The shared object exports the tuner objects and nothing else.
+TEST(PluginExports, OnlyTheAllowedDynamicSymbols) {
+  const std::string cmd = std::string("nm -D --defined-only '") + SYMMEM_PLUGIN_PATH + "' 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::vector<std::string> names;
+  char line[1024];
+  while (fgets(line, sizeof(line), p)) {
+    std::string l(line);
+    auto last = l.find_last_of(' ');
+    names.push_back(l.substr(last + 1, l.size() - last - 2));
+  }
+  ASSERT_EQ(pclose(p), 0);
+  const std::vector<std::string> allowed = {"ncclTunerPlugin_v2", "ncclTunerPlugin_v3", "ncclTunerPlugin_v4",
+                                            "ncclTunerPlugin_v5", "ncclTunerPlugin_v6"};
+  for (const std::string& n : names)
+    EXPECT_NE(std::find(allowed.begin(), allowed.end(), n), allowed.end()) << "unexpected export: " << n;
+  for (const std::string& a : allowed)
+    EXPECT_NE(std::find(names.begin(), names.end(), a), names.end()) << "missing export: " << a;
+}
+
+}  // namespace
+}  // namespace symmem

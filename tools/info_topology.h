@@ -1,0 +1,21 @@
+#pragma once
+// The machine symmem-info describes: a topology file, the detected node, or the bundled default.
+#include <string>
+
+#include "plugin/capability.h"
+#include "plugin/settings.h"
+#include "topology/link_class.h"
+
+namespace symmem {
+
+struct MachineView {
+  std::string text;  // printed as is: where the facts come from, the classified topology
+  int gpuCount = 0;
+  ComputeCapability cc;
+  LinkClass link = LinkClass::Unknown;
+  bool allPairsP2p = false;
+};
+
+MachineView describeMachine(const std::string& topoFile, const Settings& settings);
+
+}  // namespace symmem
