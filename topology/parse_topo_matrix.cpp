@@ -95,10 +95,12 @@ Expected<Topology> parseTopoMatrix(std::string_view text, std::string_view file)
     while (at < lines.size() && lines[at].tokens.empty() && r == 0) ++at;
     if (at == lines.size() || lines[at].tokens.empty() || lines[at].tokens.front() == "Legend:") {
       const int where = at < lines.size() ? lines[at].number : lines.back().number + 1;
+      bool restBlank = true;
+      for (size_t k = at; k < lines.size(); ++k) restBlank &= lines[k].tokens.empty();
       return Result::failure(locatedError(file, where,
                                           "expected the row for " + columns[r] + " (" + std::to_string(n) +
                                               " rows in the header), found " +
-                                              (at == lines.size() ? "the end of the file" : "no more rows")));
+                                              (restBlank ? "the end of the file" : "no more rows")));
     }
     const auto& line = lines[at++];
     rowLine[r] = line.number;

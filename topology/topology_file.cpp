@@ -100,7 +100,9 @@ TopologyFileKind sniffTopologyFile(std::string_view text) {
   for (const auto& line : lines) {
     if (line.tokens.empty()) continue;
     if (!sawHeader) {
-      if (line.tokens.front().find("nvidia-smi") != std::string::npos) continue;
+      bool prompt = false;
+      for (const auto& t : line.tokens) prompt |= t.find("nvidia-smi") != std::string::npos;
+      if (prompt) continue;
       if (!gpuHeadingIndex(line.tokens.front())) return TopologyFileKind::Unrecognised;
       for (const auto& t : line.tokens)
         if (t == "Affinity" || t == "CPU") return TopologyFileKind::TopoMatrix;
