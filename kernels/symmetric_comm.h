@@ -32,6 +32,7 @@ struct SymmetricConfig {
   size_t twoShotMaxBytes = 0;   // largest message the two-shot kernel must take (0: two-shot off)
   int64_t timeoutMs = 10000;    // bound on every wait for a peer
   bool p2pCheck = true;         // verify each mapping with a pattern at setup
+  int maxBlocks = 0;            // cap on blocks per kernel launch (0: built-in default; at most 128)
 };
 
 enum class Status {
@@ -61,5 +62,10 @@ class SymmetricComm {
 
 // Whether the kernels take this dtype/op at all (bf16, fp16, fp32 with sum/prod/min/max).
 bool kernelsSupport(DataType dtype, ReduceOp op);
+
+// Device memory one rank allocates for `config` (the symmetric buffer; symmetric_layout.h).
+size_t symmetricBufferBytes(const SymmetricConfig& config);
+
+const char* statusName(Status status);
 
 }  // namespace symmem::kernels

@@ -1,0 +1,42 @@
+#pragma once
+// Plain handles the kernels get by value: what the host object (SymmetricCommImpl) knows about the
+// mapped buffers, flattened into a POD. No host object ever crosses into device code.
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/symmetric_layout.h"
+
+namespace symmem::kernels {
+
+// Error codes a kernel leaves in the host-visible error word.
+enum DeviceError : uint32_t { kDeviceOk = 0, kDevicePeerTimeout = 1 };
+
+// Progress of one algorithm as seen by block b of its launches, in device memory, changed only by
+// the kernels (graph replay safe). Each block reads only its own entry; at its end block b writes
+// entries b, b + G, b + 2G, ... (G = its launch's grid), i.e. its own and those of block indices this
+// launch does not have, so every entry holds the same values after every launch, whatever grid the
+// next launch picks, and no block ever reads an entry another block of its launch may have advanced.
+struct BlockControl {
+  uint64_t round;                 // calls of this algorithm completed on this rank
+  uint64_t dirtyBytes[kRounds];   // bytes per slot written in each round buffer and not re-armed yet
+};
+
+struct DeviceControl {
+  BlockControl oneShot[kMaxGrid];
+  BlockControl twoShot[kMaxGrid];
+  uint32_t aborted;               // set by the first timeout: every later launch exits at once
+  uint32_t pad;
+};
+
+struct DeviceView {
+  int rank;
+  int nRanks;
+  char* local;                    // this rank's buffer
+  char* peer[kMaxRanks];          // peer[r]: rank r's buffer as mapped on this device (peer[rank] == local)
+  SymmetricLayout layout;
+  DeviceControl* control;         // device memory
+  volatile uint32_t* errorWord;   // mapped pinned host memory: [0] DeviceError, [1] rank waited for
+  uint64_t timeoutNs;
+};
+
+}  // namespace symmem::kernels

@@ -1,0 +1,40 @@
+#pragma once
+// The host object behind SymmetricComm (internal to kernels/).
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "kernels/device_view.h"
+#include "kernels/symmetric_comm.h"
+
+namespace symmem::kernels {
+
+class SymmetricCommImpl final : public SymmetricComm {
+ public:
+  explicit SymmetricCommImpl(const SymmetricConfig& config);
+  ~SymmetricCommImpl() override;
+  SymmetricCommImpl(const SymmetricCommImpl&) = delete;
+  SymmetricCommImpl& operator=(const SymmetricCommImpl&) = delete;
+
+  // The collective setup (symmetric_setup.cpp). False with `why` set: no rank has a comm.
+  bool setup(const AllGatherFn& allGather, std::string* why);
+
+  Status allReduce(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op, Algorithm algorithm,
+                   cudaStream_t stream) override;
+  Status deviceStatus() const override;
+  const SymmetricConfig& config() const override { return config_; }
+
+ private:
+  void release();
+
+  SymmetricConfig config_;
+  int maxBlocks_ = kDefaultMaxBlocks;
+  DeviceView view_{};
+  char* localBuffer_ = nullptr;               // cudaMalloc'd, exported through IPC
+  std::vector<char*> ipcOpened_;              // peer buffers opened with cudaIpcOpenMemHandle
+  DeviceControl* control_ = nullptr;          // device memory
+  volatile uint32_t* errorHost_ = nullptr;    // mapped pinned memory, [0] DeviceError, [1] peer
+  std::atomic<bool> timeoutReported_{false};
+};
+
+}  // namespace symmem::kernels
