@@ -24,28 +24,20 @@ GpuPlacement placementOfHwlocObject(hwloc_topology_t topo, hwloc_obj_t ioObject)
 
 namespace {
 
+// Loads the machine's topology on first use: a process whose NVML sees no GPU never pays for it.
 class HwlocPlacementSource final : public PlacementSource {
  public:
-  HwlocPlacementSource() {
-    if (hwloc_topology_init(&topo_) != 0) {
-      topo_ = nullptr;
-      reason_ = "hwloc_topology_init failed";
-      return;
-    }
-    hwloc_topology_set_io_types_filter(topo_, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
-    if (hwloc_topology_load(topo_) != 0) {
-      hwloc_topology_destroy(topo_);
-      topo_ = nullptr;
-      reason_ = "hwloc_topology_load failed";
-    }
-  }
   ~HwlocPlacementSource() override {
     if (topo_) hwloc_topology_destroy(topo_);
   }
 
-  std::string unavailableReason() const override { return reason_; }
+  std::string unavailableReason() const override {
+    load();
+    return reason_;
+  }
 
   std::optional<GpuPlacement> placementOf(std::string_view busId) override {
+    load();
     if (!topo_) return std::nullopt;
     unsigned domain = 0, bus = 0, dev = 0, func = 0;
     const std::string id(busId);
@@ -56,8 +48,26 @@ class HwlocPlacementSource final : public PlacementSource {
   }
 
  private:
-  hwloc_topology_t topo_ = nullptr;
-  std::string reason_;
+  void load() const {
+    if (tried_) return;
+    tried_ = true;
+    if (hwloc_topology_init(&topo_) != 0) {
+      topo_ = nullptr;
+      reason_ = "hwloc_topology_init failed";
+      return;
+    }
+    // GPUs are "important" PCI devices; bridges are not needed to find a device's NUMA node.
+    hwloc_topology_set_io_types_filter(topo_, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+    if (hwloc_topology_load(topo_) != 0) {
+      hwloc_topology_destroy(topo_);
+      topo_ = nullptr;
+      reason_ = "hwloc_topology_load failed";
+    }
+  }
+
+  mutable bool tried_ = false;
+  mutable hwloc_topology_t topo_ = nullptr;
+  mutable std::string reason_;
 };
 
 }  // namespace
