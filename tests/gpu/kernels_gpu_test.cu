@@ -1,0 +1,564 @@
+// GPU tests of the symmetric all-reduce (kernels/). Every test forks its ranks (or one process that
+// drives several GPUs from threads) before any CUDA call; the parent stays CUDA-free and kills any
+// child that outlives its bound. Inputs are integer-valued so every reduction is exact; results are
+// compared bit for bit with a CPU reference computed in rank order, which also makes them identical
+// across ranks (checked explicitly with a hash exchange too).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kernels/symmetric_comm.h"
+#include "kernels/symmetric_layout.h"
+#include "tests/gpu/rank_harness.h"
+
+namespace symmem::kernels {
+namespace {
+
+using testing::RankFailures;
+using testing::ShmAllGather;
+
+constexpr size_t kOneShotMax = 256 << 10;
+constexpr size_t kTwoShotMax = 4 << 20;
+constexpr int kGraphReplays = 10000;
+
+#define SKIP_WITHOUT_GPUS(n)                                                                       \
+  do {                                                                                             \
+    std::string why;                                                                               \
+    const int have = testing::gpuCount(&why);                                                      \
+    if (have < (n))                                                                                \
+      GTEST_SKIP() << "needs " << (n) << " GPUs, found " << have << (why.empty() ? "" : ": ") << why; \
+  } while (0)
+
+#define CUDA_OK(f, call)                                                                  \
+  do {                                                                                    \
+    const cudaError_t e_ = (call);                                                        \
+    if (e_ != cudaSuccess) {                                                              \
+      (f).fail("%s:%d %s: %s", __FILE__, __LINE__, #call, cudaGetErrorString(e_));        \
+      return (f).count;                                                                   \
+    }                                                                                     \
+  } while (0)
+
+// ---- values ------------------------------------------------------------------------------------
+__host__ __device__ inline uint32_t mix(uint32_t a, uint32_t b, uint32_t c) {
+  uint32_t h = a * 0x9e3779b1u ^ (b + 0x7f4a7c15u) * 0x85ebca6bu ^ c * 0xc2b2ae35u;
+  h ^= h >> 15;
+  h *= 0x2c1b3c6du;
+  h ^= h >> 12;
+  return h;
+}
+
+// An integer-valued input: exact in bf16/fp16/fp32 and so are all reductions of up to 8 of them.
+// Every 11th element of every rank is -0.0 (the kernels send it as +0.0).
+__host__ __device__ inline float testValue(int op, int rank, uint64_t i, uint32_t seed) {
+  const uint32_t h = mix(static_cast<uint32_t>(rank), static_cast<uint32_t>(i), seed);
+  if ((h >> 24) % 11 == 3) return -0.0f;
+  switch (op) {
+    case 0: return static_cast<float>(static_cast<int>(h % 17) - 8);                 // sum: |total| <= 64
+    case 1: { const int v[4] = {-2, -1, 1, 2}; return static_cast<float>(v[h % 4]); }  // prod: powers of 2
+    default: return static_cast<float>(static_cast<int>(h % 201) - 100);             // max/min
+  }
+}
+
+__host__ __device__ inline float combine(int op, float a, float b) {
+  switch (op) {
+    case 0: return a + b;
+    case 1: return a * b;
+    case 2: return a > b ? a : b;
+    default: return a < b ? a : b;
+  }
+}
+
+__host__ __device__ inline float clearNegZero(float x) { return (x == 0.0f) ? 0.0f : x; }
+
+// Reference: inputs with -0.0 cleared, reduced in rank order; two-shot also clears a -0.0 result
+// (the reduced chunk is sent). All values exact, so float arithmetic equals the dtype's.
+__host__ __device__ inline float referenceValue(int op, int nRanks, uint64_t i, uint32_t seed, bool twoShot) {
+  float acc = clearNegZero(testValue(op, 0, i, seed));
+  for (int q = 1; q < nRanks; ++q) acc = combine(op, acc, clearNegZero(testValue(op, q, i, seed)));
+  return twoShot ? clearNegZero(acc) : acc;
+}
+
+template <typename T>
+__host__ __device__ inline T fromFloat(float x);
+template <>
+__host__ __device__ inline float fromFloat<float>(float x) { return x; }
+template <>
+__host__ __device__ inline __half fromFloat<__half>(float x) { return __float2half_rn(x); }
+template <>
+__host__ __device__ inline __nv_bfloat16 fromFloat<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+
+template <typename T>
+uint32_t bitsOf(const T& x) {
+  uint32_t b = 0;
+  std::memcpy(&b, &x, sizeof(T));
+  return b;
+}
+
+DataType dtypeOf(float*) { return DataType::Float32; }
+DataType dtypeOf(__half*) { return DataType::Float16; }
+DataType dtypeOf(__nv_bfloat16*) { return DataType::Bfloat16; }
+const char* opName(int op) { return op == 0 ? "sum" : op == 1 ? "prod" : op == 2 ? "max" : "min"; }
+
+// ---- one rank's environment ----------------------------------------------------------------------
+struct RankSetup {
+  int rank = 0;
+  int nRanks = 2;
+  int device = 0;
+  size_t oneShotMax = kOneShotMax;
+  size_t twoShotMax = kTwoShotMax;
+  int64_t timeoutMs = 10000;
+  int maxBlocks = 0;
+  ShmAllGather* shm = nullptr;
+};
+
+std::unique_ptr<SymmetricComm> makeComm(const RankSetup& s, std::string* why) {
+  SymmetricConfig c;
+  c.rank = s.rank;
+  c.nRanks = s.nRanks;
+  c.device = s.device;
+  c.oneShotMaxBytes = s.oneShotMax;
+  c.twoShotMaxBytes = s.twoShotMax;
+  c.timeoutMs = s.timeoutMs;
+  c.maxBlocks = s.maxBlocks;
+  ShmAllGather* shm = s.shm;
+  const int rank = s.rank;
+  return SymmetricComm::create(
+      c, [shm, rank](const void* send, void* recv, size_t bytes) { return shm->allGather(rank, send, recv, bytes); },
+      why);
+}
+
+// Element counts a test covers for one algorithm: the odd ones plus every power-of-two byte size.
+std::vector<size_t> countsFor(size_t elemBytes, size_t maxBytes, size_t limitBytes) {
+  std::vector<size_t> counts;
+  for (size_t c : {size_t{1}, size_t{3}, size_t{7}, size_t{8}, size_t{9}, size_t{1023}, size_t{4097}, size_t{65537}})
+    if (c * elemBytes <= maxBytes && c * elemBytes <= limitBytes) counts.push_back(c);
+  for (size_t b = 16; b <= maxBytes && b <= limitBytes; b *= 2) counts.push_back(b / elemBytes);
+  return counts;
+}
+
+struct SweepOptions {
+  std::vector<int> ops = {0, 1, 2, 3};
+  size_t oneShotLimit = kOneShotMax;   // largest size tried
+  size_t twoShotLimit = kTwoShotMax;
+  bool allTypes = true;
+};
+
+// One case: fills this rank's input, runs the all-reduce, compares with the reference.
+template <typename T>
+int runCase(SymmetricComm& comm, const RankSetup& s, cudaStream_t stream, char* sendBase, char* recvBase, size_t count,
+            int op, Algorithm algo, bool inPlace, size_t offsetElems, uint32_t seed, RankFailures& f,
+            std::vector<T>& host, uint64_t* hash) {
+  T* send = reinterpret_cast<T*>(sendBase) + offsetElems;
+  T* recv = inPlace ? send : reinterpret_cast<T*>(recvBase) + offsetElems;
+  host.resize(count);
+  for (size_t i = 0; i < count; ++i) host[i] = fromFloat<T>(testValue(op, s.rank, i, seed));
+  CUDA_OK(f, cudaMemcpyAsync(send, host.data(), count * sizeof(T), cudaMemcpyHostToDevice, stream));
+  if (!inPlace) CUDA_OK(f, cudaMemsetAsync(recv, 0xff, count * sizeof(T), stream));
+  const Status st = comm.allReduce(send, recv, count, dtypeOf(static_cast<T*>(nullptr)), static_cast<ReduceOp>(op),
+                                   algo, stream);
+  const bool twoShot = algo == Algorithm::TwoShot;
+  const char* name = twoShot ? "two-shot" : "one-shot";
+  if (st != Status::Ok) {
+    f.fail("%s %s count=%zu: allReduce returned %s", name, opName(op), count, statusName(st));
+    return f.count;
+  }
+  CUDA_OK(f, cudaMemcpyAsync(host.data(), recv, count * sizeof(T), cudaMemcpyDeviceToHost, stream));
+  CUDA_OK(f, cudaStreamSynchronize(stream));
+  int shown = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const uint32_t want = bitsOf(fromFloat<T>(referenceValue(op, s.nRanks, i, seed, twoShot)));
+    const uint32_t got = bitsOf(host[i]);
+    *hash = (*hash ^ got) * 0x100000001b3ull;
+    if (got != want && shown++ < 3)
+      f.fail("%s %zu-byte %s count=%zu %s offset=%zu: element %zu is 0x%x, expected 0x%x", name, sizeof(T), opName(op),
+             count, inPlace ? "in-place" : "out-of-place", offsetElems, i, got, want);
+  }
+  return f.count;
+}
+
+// The whole sweep for one rank: types x ops x sizes x in/out of place x algorithms (+ unaligned).
+int correctnessSweep(const RankSetup& s, const SweepOptions& o, RankFailures& f) {
+  CUDA_OK(f, cudaSetDevice(s.device));
+  // Allocate before the comm exists: with several ranks per process, nothing that may synchronise
+  // the device may run once peers can be waiting for this rank.
+  cudaStream_t stream;
+  CUDA_OK(f, cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const size_t bufBytes = std::max(s.oneShotMax, s.twoShotMax) + 64;
+  char *sendBase = nullptr, *recvBase = nullptr;
+  CUDA_OK(f, cudaMalloc(&sendBase, bufBytes));
+  CUDA_OK(f, cudaMalloc(&recvBase, bufBytes));
+  std::string why;
+  auto comm = makeComm(s, &why);
+  if (!comm) {
+    f.fail("create failed: %s", why.c_str());
+    return f.count;
+  }
+  uint64_t hash = 1469598103934665603ull;
+  uint32_t seed = 1;
+  std::vector<float> hf;
+  std::vector<__half> hh;
+  std::vector<__nv_bfloat16> hb;
+  for (int algoIndex = 0; algoIndex < 2; ++algoIndex) {
+    const Algorithm algo = algoIndex == 0 ? Algorithm::OneShot : Algorithm::TwoShot;
+    const size_t maxBytes = algoIndex == 0 ? s.oneShotMax : s.twoShotMax;
+    const size_t limit = algoIndex == 0 ? o.oneShotLimit : o.twoShotLimit;
+    for (int t = 0; t < 3; ++t) {
+      if (!o.allTypes && t == 1) continue;
+      const size_t elem = t == 0 ? 4 : 2;
+      for (int op : o.ops) {
+        for (size_t count : countsFor(elem, maxBytes, limit)) {
+          for (int inPlace = 0; inPlace < 2; ++inPlace) {
+            // Unaligned pointers (one element in) for the odd sizes.
+            const bool odd = (count * elem) % 16 != 0 || count == 4097;
+            for (size_t offset : {size_t{0}, size_t{1}}) {
+              if (offset == 1 && (!odd || (count + 1) * elem > maxBytes)) continue;
+              ++seed;
+              if (t == 0)
+                runCase<float>(*comm, s, stream, sendBase, recvBase, count, op, algo, inPlace, offset, seed, f, hf, &hash);
+              else if (t == 1)
+                runCase<__half>(*comm, s, stream, sendBase, recvBase, count, op, algo, inPlace, offset, seed, f, hh, &hash);
+              else
+                runCase<__nv_bfloat16>(*comm, s, stream, sendBase, recvBase, count, op, algo, inPlace, offset, seed, f, hb,
+                                       &hash);
+              if (f.count > 20) return f.count;
+            }
+          }
+        }
+      }
+    }
+  }
+  // Bit-identical on every rank: compare the hashes of everything each rank received.
+  std::vector<uint64_t> hashes(s.nRanks);
+  RANK_CHECK(f, s.shm->allGather(s.rank, &hash, hashes.data(), sizeof(hash)), "hash exchange failed");
+  for (int q = 0; q < s.nRanks; ++q)
+    RANK_CHECK(f, hashes[q] == hash, "rank %d's results differ from rank %d's", q, s.rank);
+  RANK_CHECK(f, comm->deviceStatus() == Status::Ok, "deviceStatus %s", statusName(comm->deviceStatus()));
+  // Nobody frees or destroys (which synchronises the device) while a peer may still run.
+  s.shm->barrier(s.rank);
+  comm.reset();
+  cudaFree(sendBase);
+  cudaFree(recvBase);
+  cudaStreamDestroy(stream);
+  return f.count;
+}
+
+// ---- graph replay ----------------------------------------------------------------------------
+template <typename T>
+__global__ void writeInputs(T* buf, size_t count, int rank, int op, const uint32_t* iteration) {
+  const uint32_t it = *iteration;
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < count; i += gridDim.x * blockDim.x)
+    buf[i] = fromFloat<T>(testValue(op, rank, i, it * 2654435761u + 17u));
+}
+
+template <typename T>
+__global__ void checkOutputs(const T* out, size_t count, int nRanks, int op, bool twoShot, uint32_t* iteration,
+                             unsigned long long* errors) {
+  const uint32_t it = *iteration;
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < count; i += gridDim.x * blockDim.x) {
+    const T want = fromFloat<T>(referenceValue(op, nRanks, i, it * 2654435761u + 17u, twoShot));
+    T got = out[i];
+    bool same;
+    if constexpr (sizeof(T) == 4) same = __float_as_uint(*reinterpret_cast<const float*>(&got)) ==
+                                         __float_as_uint(*reinterpret_cast<const float*>(&want));
+    else same = *reinterpret_cast<const unsigned short*>(&got) == *reinterpret_cast<const unsigned short*>(&want);
+    if (!same) atomicAdd(errors, 1ull);
+  }
+}
+
+__global__ void advanceIteration(uint32_t* iteration) { *iteration += 1; }
+
+template <typename T>
+int graphReplay(SymmetricComm& comm, const RankSetup& s, size_t count, int op, Algorithm algo, bool inPlace,
+                int replays, RankFailures& f) {
+  cudaStream_t stream;
+  CUDA_OK(f, cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  T *send = nullptr, *recv = nullptr;
+  uint32_t* iteration = nullptr;
+  unsigned long long* errors = nullptr;
+  CUDA_OK(f, cudaMalloc(&send, count * sizeof(T)));
+  CUDA_OK(f, cudaMalloc(&recv, count * sizeof(T)));
+  CUDA_OK(f, cudaMalloc(&iteration, sizeof(uint32_t)));
+  CUDA_OK(f, cudaMalloc(&errors, sizeof(unsigned long long)));
+  CUDA_OK(f, cudaMemsetAsync(iteration, 0, sizeof(uint32_t), stream));
+  CUDA_OK(f, cudaMemsetAsync(errors, 0, sizeof(unsigned long long), stream));
+  CUDA_OK(f, cudaStreamSynchronize(stream));
+  T* out = inPlace ? send : recv;
+  const int blocks = static_cast<int>(std::min<size_t>(64, (count + 255) / 256));
+  const bool twoShot = algo == Algorithm::TwoShot;
+
+  cudaGraph_t graph;
+  CUDA_OK(f, cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  writeInputs<T><<<blocks, 256, 0, stream>>>(send, count, s.rank, op, iteration);
+  const Status st = comm.allReduce(send, out, count, dtypeOf(static_cast<T*>(nullptr)), static_cast<ReduceOp>(op), algo,
+                                   stream);
+  checkOutputs<T><<<blocks, 256, 0, stream>>>(out, count, s.nRanks, op, twoShot, iteration, errors);
+  advanceIteration<<<1, 1, 0, stream>>>(iteration);
+  CUDA_OK(f, cudaStreamEndCapture(stream, &graph));
+  RANK_CHECK(f, st == Status::Ok, "allReduce under capture returned %s", statusName(st));
+  cudaGraphExec_t exec;
+  CUDA_OK(f, cudaGraphInstantiate(&exec, graph, 0));
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < replays; ++i) CUDA_OK(f, cudaGraphLaunch(exec, stream));
+  CUDA_OK(f, cudaStreamSynchronize(stream));
+  const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  unsigned long long errs = 0;
+  uint32_t iters = 0;
+  CUDA_OK(f, cudaMemcpy(&errs, errors, sizeof(errs), cudaMemcpyDeviceToHost));
+  CUDA_OK(f, cudaMemcpy(&iters, iteration, sizeof(iters), cudaMemcpyDeviceToHost));
+  RANK_CHECK(f, errs == 0, "graph %s %zu-byte %s count=%zu %s: %llu wrong elements over %d replays",
+             twoShot ? "two-shot" : "one-shot", sizeof(T), opName(op), count, inPlace ? "in-place" : "out-of-place", errs,
+             replays);
+  RANK_CHECK(f, iters == static_cast<uint32_t>(replays), "graph ran %u iterations, expected %d", iters, replays);
+  RANK_CHECK(f, comm.deviceStatus() == Status::Ok, "deviceStatus %s", statusName(comm.deviceStatus()));
+  if (s.rank == 0)
+    std::fprintf(stderr, "[rank 0] graph %s %zu-byte %s count=%zu: %d replays in %.1f ms (%.2f us each)\n",
+                 twoShot ? "two-shot" : "one-shot", sizeof(T), opName(op), count, replays, us / 1000, us / replays);
+  s.shm->barrier(s.rank);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaFree(send);
+  cudaFree(recv);
+  cudaFree(iteration);
+  cudaFree(errors);
+  cudaStreamDestroy(stream);
+  return f.count;
+}
+
+int graphSuite(const RankSetup& s, int replays, RankFailures& f) {
+  CUDA_OK(f, cudaSetDevice(s.device));
+  std::string why;
+  auto comm = makeComm(s, &why);
+  if (!comm) {
+    f.fail("create failed: %s", why.c_str());
+    return f.count;
+  }
+  graphReplay<__nv_bfloat16>(*comm, s, 4096, 0, Algorithm::OneShot, true, replays, f);     // 8 KiB
+  graphReplay<float>(*comm, s, 4097, 2, Algorithm::OneShot, false, replays, f);            // odd size, max
+  graphReplay<__half>(*comm, s, 3, 3, Algorithm::OneShot, true, replays, f);               // tail only
+  graphReplay<__half>(*comm, s, 512 << 10, 0, Algorithm::TwoShot, true, replays, f);       // 1 MiB
+  graphReplay<__nv_bfloat16>(*comm, s, 65537, 1, Algorithm::TwoShot, false, replays, f);   // odd, prod
+  s.shm->barrier(s.rank);
+  return f.count;
+}
+
+// ---- the tests ---------------------------------------------------------------------------------
+TEST(KernelsGpu, CorrectnessTwoProcesses) {
+  SKIP_WITHOUT_GPUS(2);
+  ShmAllGather shm(2, 4096);
+  const std::string report = testing::runForked(2, 300, [&](int rank) {
+    RankFailures f{rank};
+    RankSetup s;
+    s.rank = rank;
+    s.nRanks = 2;
+    s.device = rank;
+    s.shm = &shm;
+    return correctnessSweep(s, SweepOptions{}, f);
+  });
+  EXPECT_EQ(report, "");
+}
+
+TEST(KernelsGpu, GraphReplayTwoProcesses) {
+  SKIP_WITHOUT_GPUS(2);
+  ShmAllGather shm(2, 4096);
+  const std::string report = testing::runForked(2, 240, [&](int rank) {
+    RankFailures f{rank};
+    RankSetup s;
+    s.rank = rank;
+    s.device = rank;
+    s.shm = &shm;
+    return graphSuite(s, kGraphReplays, f);
+  });
+  EXPECT_EQ(report, "");
+}
+
+// One rank never calls allReduce: the other must see its kernel end within the timeout plus slack,
+// deviceStatus() == PeerTimeout, and PeerTimeout from every later call.
+TEST(KernelsGpu, TimeoutWhenAPeerNeverArrives) {
+  SKIP_WITHOUT_GPUS(2);
+  ShmAllGather shm(2, 4096, 120000);
+  constexpr int64_t kTimeoutMs = 300;
+  const std::string report = testing::runForked(2, 120, [&](int rank) {
+    RankFailures f{rank};
+    setenv("SYMMEM_TIMEOUT_MS", std::to_string(kTimeoutMs).c_str(), 1);
+    RankSetup s;
+    s.rank = rank;
+    s.device = rank;
+    s.shm = &shm;
+    s.timeoutMs = testing::timeoutSettingMs();
+    RANK_CHECK(f, s.timeoutMs == kTimeoutMs, "SYMMEM_TIMEOUT_MS not read (%lld)", static_cast<long long>(s.timeoutMs));
+    CUDA_OK(f, cudaSetDevice(s.device));
+    std::string why;
+    auto comm = makeComm(s, &why);
+    if (!comm) {
+      f.fail("create failed: %s", why.c_str());
+      return f.count;
+    }
+    if (rank == 0) {
+      cudaStream_t stream;
+      float* buf = nullptr;
+      CUDA_OK(f, cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+      CUDA_OK(f, cudaMalloc(&buf, 1 << 20));
+      CUDA_OK(f, cudaMemsetAsync(buf, 0, 1 << 20, stream));
+      CUDA_OK(f, cudaStreamSynchronize(stream));
+      for (Algorithm algo : {Algorithm::OneShot}) {
+        const auto t0 = std::chrono::steady_clock::now();
+        const Status st = comm->allReduce(buf, buf, 1024, DataType::Float32, ReduceOp::Sum, algo, stream);
+        RANK_CHECK(f, st == Status::Ok, "first call returned %s", statusName(st));
+        CUDA_OK(f, cudaStreamSynchronize(stream));
+        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        std::fprintf(stderr, "[rank 0] kernel gave up after %.0f ms (timeout %lld ms)\n", ms,
+                     static_cast<long long>(kTimeoutMs));
+        RANK_CHECK(f, ms >= kTimeoutMs * 0.9 && ms < kTimeoutMs + 2000, "kernel ended after %.0f ms", ms);
+      }
+      RANK_CHECK(f, comm->deviceStatus() == Status::PeerTimeout, "deviceStatus %s", statusName(comm->deviceStatus()));
+      for (int i = 0; i < 3; ++i) {
+        const Status st = comm->allReduce(buf, buf, 1024, DataType::Float32, ReduceOp::Sum, Algorithm::TwoShot, stream);
+        RANK_CHECK(f, st == Status::PeerTimeout, "call after the timeout returned %s", statusName(st));
+      }
+      cudaFree(buf);
+      cudaStreamDestroy(stream);
+    }
+    shm.barrier(rank);
+    comm.reset();
+    return f.count;
+  });
+  EXPECT_EQ(report, "");
+}
+
+// One process drives both GPUs from two threads: peers are reached through peer access, not IPC.
+TEST(KernelsGpu, OneProcessTwoGpus) {
+  SKIP_WITHOUT_GPUS(2);
+  const std::string report = testing::runForked(1, 240, [&](int) {
+    ShmAllGather shm(2, 4096);
+    int failures[2] = {0, 0};
+    std::vector<std::thread> threads;
+    for (int r = 0; r < 2; ++r) {
+      threads.emplace_back([&, r] {
+        RankFailures f{r};
+        RankSetup s;
+        s.rank = r;
+        s.device = r;
+        s.shm = &shm;
+        SweepOptions o;
+        o.ops = {0, 2};
+        o.oneShotLimit = 64 << 10;
+        o.twoShotLimit = 1 << 20;
+        correctnessSweep(s, o, f);
+        graphSuite(s, 1000, f);
+        failures[r] = f.count;
+      });
+    }
+    for (auto& t : threads) t.join();
+    return failures[0] + failures[1];
+  });
+  EXPECT_EQ(report, "");
+}
+
+// World sizes 3..8: several ranks per GPU in one process (threads), peers on the same device use the
+// buffer directly. Small grids so that every rank's blocks are resident at once.
+TEST(KernelsGpu, ManyRanksOneProcess) {
+  SKIP_WITHOUT_GPUS(2);
+  for (int n : {3, 4, 8}) {
+    const std::string report = testing::runForked(1, 240, [&](int) {
+      ShmAllGather shm(n, 4096);
+      std::vector<int> failures(n, 0);
+      std::vector<std::thread> threads;
+      for (int r = 0; r < n; ++r) {
+        threads.emplace_back([&, r] {
+          RankFailures f{r};
+          RankSetup s;
+          s.rank = r;
+          s.nRanks = n;
+          s.device = r % 2;
+          s.shm = &shm;
+          s.maxBlocks = 4;
+          s.oneShotMax = 64 << 10;
+          s.twoShotMax = 512 << 10;
+          SweepOptions o;
+          o.ops = {0, 1, 3};
+          o.allTypes = n != 8;
+          correctnessSweep(s, o, f);
+          failures[r] = f.count;
+        });
+      }
+      for (auto& t : threads) t.join();
+      int total = 0;
+      for (int x : failures) total += x;
+      return total;
+    });
+    EXPECT_EQ(report, "") << n << " ranks";
+  }
+}
+
+// A failure on one rank makes every rank fall back with a reason, without hanging.
+TEST(KernelsGpu, SetupFailureOnOneRankFailsAll) {
+  SKIP_WITHOUT_GPUS(2);
+  for (int variant = 0; variant < 2; ++variant) {
+    ShmAllGather shm(2, 4096, 30000);
+    const std::string report = testing::runForked(2, 60, [&](int rank) {
+      RankFailures f{rank};
+      RankSetup s;
+      s.rank = rank;
+      s.device = rank;
+      s.shm = &shm;
+      if (rank == 1 && variant == 0) s.device = 99;             // no such device
+      if (rank == 1 && variant == 1) s.oneShotMax = 128 << 10;  // disagrees on the layout
+      std::string why;
+      auto comm = makeComm(s, &why);
+      RANK_CHECK(f, comm == nullptr, "variant %d: create succeeded", variant);
+      RANK_CHECK(f, why.find("rank 1") != std::string::npos, "variant %d: reason does not name rank 1: '%s'", variant,
+                 why.c_str());
+      if (rank == 0) std::fprintf(stderr, "[rank 0] variant %d fell back: %s\n", variant, why.c_str());
+      return f.count;
+    });
+    EXPECT_EQ(report, "") << "variant " << variant;
+  }
+}
+
+// Create and destroy repeatedly: IPC handles closed, buffers freed, nothing left behind.
+TEST(KernelsGpu, CreateDestroyRepeatedly) {
+  SKIP_WITHOUT_GPUS(2);
+  ShmAllGather shm(2, 4096);
+  const std::string report = testing::runForked(2, 120, [&](int rank) {
+    RankFailures f{rank};
+    CUDA_OK(f, cudaSetDevice(rank));
+    size_t free0 = 0, total = 0;
+    for (int i = 0; i < 20; ++i) {
+      RankSetup s;
+      s.rank = rank;
+      s.device = rank;
+      s.shm = &shm;
+      std::string why;
+      auto comm = makeComm(s, &why);
+      RANK_CHECK(f, comm != nullptr, "create %d failed: %s", i, why.c_str());
+      shm.barrier(rank);
+      comm.reset();
+      shm.barrier(rank);
+      if (i == 0) cudaMemGetInfo(&free0, &total);
+    }
+    size_t free1 = 0;
+    cudaMemGetInfo(&free1, &total);
+    RANK_CHECK(f, free1 + (64 << 20) >= free0, "device memory shrank by %zu bytes over 19 create/destroy",
+               free0 - free1);
+    return f.count;
+  });
+  EXPECT_EQ(report, "");
+}
+
+}  // namespace
+}  // namespace symmem::kernels
+
+int main(int argc, char** argv) {
+  // No CUDA call here: the tests fork their ranks, which must happen before CUDA is initialised.
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
