@@ -8,6 +8,6 @@ namespace symmem {
 
 // From `topoFile` if not empty, else from run-time discovery (NVML, hwloc). Never fails: what
 // cannot be learned is left unknown and said in `description`.
-NodeFacts nodeFactsFromTopology(const std::string& topoFile);
+NodeSummary nodeFactsFromTopology(const std::string& topoFile);
 
 }  // namespace symmem

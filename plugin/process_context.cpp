@@ -18,8 +18,8 @@ Policy policyFrom(const Settings& settings) {
   return p;
 }
 
-NodeFacts discoverNodeFacts(const Settings& settings) {
-  NodeFacts facts = nodeFactsFromTopology(settings.text(SettingId::TopoFile));
+NodeSummary discoverNodeFacts(const Settings& settings) {
+  NodeSummary facts = nodeFactsFromTopology(settings.text(SettingId::TopoFile));
   if (const std::string& cc = settings.text(SettingId::Capability); !cc.empty()) {
     facts.cc = *parseCapability(cc);  // validated by the settings registry
     facts.mixedCapabilities = false;

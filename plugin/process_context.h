@@ -11,7 +11,7 @@ namespace symmem {
 
 // Node-wide facts, the same on every rank of a single-node communicator (NVML sees every GPU of
 // the node whatever CUDA_VISIBLE_DEVICES says), so tuner decisions built on them agree across ranks.
-struct NodeFacts {
+struct NodeSummary {
   ComputeCapability cc;                 // lowest capability on the node; {0,0} if unknown
   bool mixedCapabilities = false;
   LinkClass link = LinkClass::Unknown;  // worst link between any two GPUs of the node
@@ -22,14 +22,14 @@ struct NodeFacts {
 
 struct ProcessContext {
   Policy policy;
-  NodeFacts node;
+  NodeSummary node;
   const DecisionTable* table = nullptr;
 };
 
 Policy policyFrom(const Settings& settings);
 
 // Node facts from discovery (or SYMMEM_TOPO_FILE), with SYMMEM_CC applied on top.
-NodeFacts discoverNodeFacts(const Settings& settings);
+NodeSummary discoverNodeFacts(const Settings& settings);
 
 // Once per process, thread-safe.
 const ProcessContext& processContext();

@@ -1,5 +1,6 @@
 #include "plugin/tuner.h"
 
+#include <atomic>
 #include <new>
 #include <string>
 
@@ -50,6 +51,12 @@ bool applyToCostTable(const Decision& decision, float** collCostTable, int numAl
   return true;
 }
 
+namespace {
+std::atomic<void (*)()> gInitHook{nullptr};
+}  // namespace
+
+void setTunerInitHook(void (*hook)()) { gInitHook.store(hook, std::memory_order_release); }
+
 namespace tuner {
 
 namespace {
@@ -68,6 +75,7 @@ abi::Result init(void** ctx, uint64_t commId, size_t nRanks, size_t nNodes, abi:
   if (ctx == nullptr) return abi::kSuccess;
   *ctx = nullptr;
   setNcclLogger(log);
+  if (auto hook = gInitHook.load(std::memory_order_acquire)) hook();
   // Never fail communicator creation: any problem leaves the communicator on NCCL's own model.
   try {
     const ProcessContext& process = processContext();

@@ -25,6 +25,10 @@ TunerComm makeTunerComm(const ProcessContext& process, uint64_t commId, size_t n
 // nChannels. Never validates an IGNORE (-1) entry; returns true if it changed anything.
 bool applyToCostTable(const Decision& decision, float** collCostTable, int numAlgo, int numProto, int* nChannels);
 
+// Called at every tuner init, before anything else (the shared object uses it to attach the
+// interposer when NCCL loaded the plugin only as its tuner). Null: nothing.
+void setTunerInitHook(void (*hook)());
+
 namespace tuner {
 abi::Result init(void** ctx, uint64_t commId, size_t nRanks, size_t nNodes, abi::Logger log,
                  abi::NvlDomainInfoV5* nvlDomainInfo, abi::TunerConstantsV5* constants);

@@ -6,7 +6,7 @@ namespace symmem {
 
 MachineView describeMachine(const std::string& topoFile, const Settings& settings) {
   MachineView view;
-  NodeFacts node = discoverNodeFacts(settings);
+  NodeSummary node = discoverNodeFacts(settings);
   if (node.gpuCount > 0) {
     view.text = "machine: " + node.description + "\n";
     view.gpuCount = node.gpuCount;

@@ -277,8 +277,10 @@ TEST(PluginExports, OnlyTheAllowedDynamicSymbols) {
     names.push_back(l.substr(last + 1, l.size() - last - 2));
   }
   ASSERT_EQ(pclose(p), 0);
-  const std::vector<std::string> allowed = {"ncclTunerPlugin_v2", "ncclTunerPlugin_v3", "ncclTunerPlugin_v4",
-                                            "ncclTunerPlugin_v5", "ncclTunerPlugin_v6"};
+  const std::vector<std::string> allowed = {
+      "ncclTunerPlugin_v2", "ncclTunerPlugin_v3", "ncclTunerPlugin_v4", "ncclTunerPlugin_v5", "ncclTunerPlugin_v6",
+      "ncclAllReduce",      "ncclCommDestroy",    "ncclCommFinalize",   "ncclCommAbort",      "ncclCommRevoke",
+      "ncclGroupStart",     "ncclGroupEnd"};
   for (const std::string& n : names)
     EXPECT_NE(std::find(allowed.begin(), allowed.end(), n), allowed.end()) << "unexpected export: " << n;
   for (const std::string& a : allowed)

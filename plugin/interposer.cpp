@@ -1,0 +1,179 @@
+#include "plugin/interposer.h"
+
+#include <cuda_runtime_api.h>
+
+#include "plugin/log.h"
+#include "plugin/table_file.h"
+
+namespace symmem {
+
+namespace {
+// Depth of ncclGroupStart/End nesting on this thread. Inside a group NCCL launches nothing until
+// the outermost End, and one thread may drive several ranks (nccl-tests -g N): a symmetric kernel
+// waiting for peers could then be launched before its peers' work exists. Grouped all-reduces go to
+// NCCL, the same way on every rank.
+thread_local int tGroupDepth = 0;
+}  // namespace
+
+Interposer::Interposer(const RealNccl& nccl, const ProcessContext& process, CommSetupFn setup)
+    : nccl_(nccl), process_(process), setup_(std::move(setup)) {}
+
+CommState* Interposer::find(ncclComm_t comm) const {
+  std::shared_lock lock(mutex_);
+  auto it = comms_.find(comm);
+  return it == comms_.end() ? nullptr : it->second.get();
+}
+
+size_t Interposer::liveCommunicators() const {
+  std::shared_lock lock(mutex_);
+  return comms_.size();
+}
+
+void Interposer::forget(ncclComm_t comm) {
+  std::unique_ptr<CommState> gone;
+  {
+    std::unique_lock lock(mutex_);
+    auto it = comms_.find(comm);
+    if (it == comms_.end()) return;
+    gone = std::move(it->second);
+    comms_.erase(it);
+  }
+  // Released outside the lock: freeing buffers and closing peer mappings is local (no peer waits).
+  if (gone && gone->device >= 0 && gone->symmetric) {
+    int previous = -1;
+    cudaGetDevice(&previous);
+    cudaSetDevice(gone->device);
+    gone.reset();
+    if (previous >= 0) cudaSetDevice(previous);
+  }
+}
+
+CommState* Interposer::setUp(ncclComm_t comm, cudaStream_t stream) {
+  // Setup synchronises and allocates: never inside a capture (the same on every rank, as every rank
+  // runs the same program). The call goes to NCCL and setup waits for an eager call.
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess) {
+    cudaGetLastError();
+    return nullptr;
+  }
+  if (capture != cudaStreamCaptureStatusNone) return nullptr;
+  // A non-blocking communicator still being created cannot take a collective yet.
+  ncclResult_t async = ncclSuccess;
+  if (nccl_.commGetAsyncError(comm, &async) != ncclSuccess || async == ncclInProgress) return nullptr;
+
+  int nRanks = 0, rank = 0, device = -1;
+  if (nccl_.commCount(comm, &nRanks) != ncclSuccess || nccl_.commUserRank(comm, &rank) != ncclSuccess ||
+      nccl_.commCuDevice(comm, &device) != ncclSuccess)
+    return nullptr;
+
+  std::unique_ptr<CommState> state;
+  if (nRanks < 2) {
+    state = std::make_unique<CommState>();  // nothing to exchange: the same answer on the one rank
+    state->why = "single-rank communicator";
+  } else {
+    state = setup_(comm, rank, nRanks, device);
+    if (!state) {
+      state = std::make_unique<CommState>();
+      state->why = "setup failed";
+    }
+  }
+  state->rank = rank;
+  if (state->device < 0) state->device = device;
+  if (state->ready) {
+    const Thresholds* e = state->entry;
+    SYMMEM_INFO(kLogInit | kLogColl,
+                "comm %p rank %d/%d: symmetric path on (cc %s, link %s, one-shot <= %s, two-shot <= %s)",
+                static_cast<void*>(comm), rank, nRanks, state->facts.cc.str().c_str(),
+                std::string(linkClassName(state->facts.link)).c_str(),
+                formatBytes(e ? e->oneShotMaxBytes : 0).c_str(), formatBytes(e ? e->twoShotMaxBytes : 0).c_str());
+  } else {
+    SYMMEM_INFO(kLogInit | kLogColl, "comm %p rank %d/%d: all-reduces stay on NCCL (%s)", static_cast<void*>(comm),
+                rank, nRanks, state->why.c_str());
+  }
+  std::unique_lock lock(mutex_);
+  auto [it, inserted] = comms_.emplace(comm, std::move(state));
+  return it->second.get();
+}
+
+ncclResult_t Interposer::allReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                   ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  const Policy& policy = process_.policy;
+  const DataType dtype = dataTypeFromNccl(static_cast<int>(datatype));
+  const ReduceOp rop = reduceOpFromNccl(static_cast<int>(op));
+  if (!policy.enabled || !policy.symmetric || count == 0 || tGroupDepth > 0 || !symmetricSupports(dtype, rop))
+    return forward(sendbuff, recvbuff, count, datatype, op, comm, stream);
+
+  CommState* state = find(comm);
+  if (state == nullptr) state = setUp(comm, stream);
+  if (state == nullptr || !state->ready) return forward(sendbuff, recvbuff, count, datatype, op, comm, stream);
+
+  const CollRequest request{Collective::AllReduce, rop, dtype, static_cast<uint64_t>(count) * dataTypeSize(dtype)};
+  const Decision d = decide(request, state->facts, state->entry, policy);
+  if (!d.symmetric()) return forward(sendbuff, recvbuff, count, datatype, op, comm, stream);
+
+  const auto algorithm = d.path == Path::SymOneShot ? kernels::Algorithm::OneShot : kernels::Algorithm::TwoShot;
+  const kernels::Status status = state->symmetric->allReduce(sendbuff, recvbuff, count, dtype, rop, algorithm, stream);
+  switch (status) {
+    case kernels::Status::Ok:
+      SYMMEM_TRACE(kLogColl, "allreduce %zu x %s on comm %p: %s", count, std::string(dataTypeName(dtype)).c_str(),
+                   static_cast<void*>(comm), std::string(pathName(d.path)).c_str());
+      return ncclSuccess;
+    case kernels::Status::Unsupported:
+      return forward(sendbuff, recvbuff, count, datatype, op, comm, stream);
+    case kernels::Status::PeerTimeout:
+      std::call_once(state->errorReported, [&] {
+        SYMMEM_WARN("comm %p rank %d: a symmetric all-reduce timed out waiting for a peer (SYMMEM_TIMEOUT_MS=%lld); "
+                    "the results of that call are invalid and this communicator's calls now fail",
+                    static_cast<void*>(comm), state->rank,
+                    static_cast<long long>(Settings::process().integer(SettingId::TimeoutMs)));
+      });
+      return ncclSystemError;
+    case kernels::Status::CudaError:
+      std::call_once(state->errorReported, [&] {
+        SYMMEM_WARN("comm %p rank %d: launching the symmetric all-reduce failed with a CUDA error",
+                    static_cast<void*>(comm), state->rank);
+      });
+      return ncclUnhandledCudaError;
+  }
+  return ncclInternalError;
+}
+
+ncclResult_t Interposer::commDestroy(ncclComm_t comm) {
+  forget(comm);
+  return nccl_.commDestroy(comm);
+}
+
+ncclResult_t Interposer::commFinalize(ncclComm_t comm) {
+  forget(comm);
+  return nccl_.commFinalize ? nccl_.commFinalize(comm) : ncclInvalidUsage;
+}
+
+ncclResult_t Interposer::commAbort(ncclComm_t comm) {
+  forget(comm);
+  return nccl_.commAbort(comm);
+}
+
+ncclResult_t Interposer::commRevoke(ncclComm_t comm, int flags) {
+  forget(comm);
+  return nccl_.commRevoke ? nccl_.commRevoke(comm, flags) : ncclInvalidUsage;
+}
+
+ncclResult_t Interposer::groupStart() {
+  ncclResult_t r = nccl_.groupStart();
+  if (r == ncclSuccess) ++tGroupDepth;
+  return r;
+}
+
+ncclResult_t Interposer::groupEnd() {
+  if (tGroupDepth > 0) --tGroupDepth;
+  return nccl_.groupEnd();
+}
+
+Interposer& processInterposer() {
+  static Interposer interposer(realNccl(), processContext(), [](ncclComm_t comm, int rank, int nRanks, int device) {
+    return setUpSymmetricComm(realNccl(), processContext(), comm, rank, nRanks, device);
+  });
+  return interposer;
+}
+
+}  // namespace symmem

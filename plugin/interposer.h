@@ -1,0 +1,78 @@
+#pragma once
+// The interposer: what ncclAllReduce and the lifecycle/group entry points do when they reach the
+// plugin (preloaded, loaded in place of libnccl, or attached). Eligible all-reduces go to the
+// symmetric kernels; everything else is forwarded to NCCL unchanged.
+//
+// Per-communicator state is set up lazily, at the first all-reduce that could use the symmetric
+// path, by one collective exchange on that communicator, so every rank decides from the same facts.
+#include <nccl.h>
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+
+#include "kernels/symmetric_comm.h"
+#include "plugin/decision.h"
+#include "plugin/nccl_real.h"
+#include "plugin/process_context.h"
+
+namespace symmem {
+
+// What a communicator's setup agreed on. Built once; read on every call.
+struct CommState {
+  bool ready = false;                 // false: every call on this communicator goes to NCCL
+  CommFacts facts;                    // agreed across ranks
+  const Thresholds* entry = nullptr;  // the table entry for those facts
+  std::unique_ptr<kernels::SymmetricComm> symmetric;
+  std::string why;                    // why the path is on or off (logged once)
+  int rank = 0;
+  int device = -1;
+  std::once_flag errorReported;
+};
+
+// The collective setup step; injectable so the interposer's bookkeeping is tested without GPUs.
+using CommSetupFn = std::function<std::unique_ptr<CommState>(ncclComm_t comm, int rank, int nRanks, int device)>;
+
+class Interposer {
+ public:
+  Interposer(const RealNccl& nccl, const ProcessContext& process, CommSetupFn setup);
+
+  ncclResult_t allReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
+                         ncclComm_t comm, cudaStream_t stream);
+  ncclResult_t commDestroy(ncclComm_t comm);
+  ncclResult_t commFinalize(ncclComm_t comm);
+  ncclResult_t commAbort(ncclComm_t comm);
+  ncclResult_t commRevoke(ncclComm_t comm, int flags);
+  ncclResult_t groupStart();
+  ncclResult_t groupEnd();
+
+  size_t liveCommunicators() const;
+  const RealNccl& nccl() const { return nccl_; }
+
+ private:
+  ncclResult_t forward(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
+                       ncclComm_t comm, cudaStream_t stream) {
+    return nccl_.allReduce(sendbuff, recvbuff, count, datatype, op, comm, stream);
+  }
+  CommState* find(ncclComm_t comm) const;
+  CommState* setUp(ncclComm_t comm, cudaStream_t stream);
+  void forget(ncclComm_t comm);
+
+  const RealNccl& nccl_;
+  const ProcessContext& process_;
+  CommSetupFn setup_;
+  mutable std::shared_mutex mutex_;
+  std::unordered_map<ncclComm_t, std::unique_ptr<CommState>> comms_;
+};
+
+// The process's interposer over the real NCCL and the real (GPU) setup.
+Interposer& processInterposer();
+
+// The real setup: exchange facts with pncclAllGather, agree, build the symmetric buffers.
+std::unique_ptr<CommState> setUpSymmetricComm(const RealNccl& nccl, const ProcessContext& process, ncclComm_t comm,
+                                              int rank, int nRanks, int device);
+
+}  // namespace symmem
