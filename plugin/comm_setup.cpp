@@ -20,11 +20,6 @@ namespace {
 // real job (one rank still loading weights): bounded, but generously.
 constexpr int64_t kMinSetupWaitMs = 120000;
 
-bool sameProcessPeerAccess(int myDevice, int peerDevice) {
-  int can = 0;
-  return cudaDeviceCanAccessPeer(&can, myDevice, peerDevice) == cudaSuccess && can;
-}
-
 // An all-gather of plain bytes through NCCL on the communicator, on a private stream.
 class NcclByteGather {
  public:
@@ -86,23 +81,18 @@ class NcclByteGather {
   bool ok_ = false;
 };
 
-RankHello helloFor(int device) {
-  RankHello h;
-  h.magic = kHelloMagic;
-  h.version = 1;
-  h.hostHash = thisHostHash();
-  h.pid = static_cast<uint64_t>(getpid());
-  h.device = device;
+RankFacts factsFor(int device) {
+  char busId[32] = {};
   cudaDeviceProp prop{};
+  ComputeCapability cc;
   if (cudaGetDeviceProperties(&prop, device) == cudaSuccess &&
-      cudaDeviceGetPCIBusId(h.pciBusId, sizeof(h.pciBusId) - 1, device) == cudaSuccess) {
-    h.ccMajor = prop.major;
-    h.ccMinor = prop.minor;
-    h.ok = 1;
+      cudaDeviceGetPCIBusId(busId, sizeof(busId) - 1, device) == cudaSuccess) {
+    cc = {prop.major, prop.minor};
   } else {
     cudaGetLastError();
+    busId[0] = '\0';  // unknown GPU: every pair is unknown, and unknown means NCCL
   }
-  return h;
+  return rankFactsFor(processTopology(), busId, device, cc, thisHostHash());
 }
 
 // Restores the caller's current device, whatever setup did.
@@ -122,6 +112,16 @@ class DeviceScope {
 
 }  // namespace
 
+CommFacts commFactsFrom(const CommunicatorTopology& agreed, int nRanks) {
+  CommFacts f;
+  f.nRanks = nRanks;
+  f.nNodes = agreed.hosts;
+  f.cc = agreed.capabilitiesEqual ? agreed.capability : ComputeCapability{};
+  f.link = agreed.link;
+  f.allPairsP2p = agreed.allPairsP2p;
+  return f;
+}
+
 std::unique_ptr<CommState> setUpSymmetricComm(const RealNccl& nccl, const ProcessContext& process, ncclComm_t comm,
                                               int rank, int nRanks, int device) {
   auto state = std::make_unique<CommState>();
@@ -139,22 +139,15 @@ std::unique_ptr<CommState> setUpSymmetricComm(const RealNccl& nccl, const Proces
     return std::move(state);
   };
 
-  // Exchange 1.
-  std::vector<RankHello> hellos(nRanks);
-  const RankHello mine = helloFor(device);
-  if (!gather(&mine, hellos.data(), sizeof(RankHello))) return finish("setup exchange failed");
-  Agreement agreement = agreeOnHellos(hellos);
+  // Exchange 1: topology facts.
+  std::vector<RankFacts> gathered(nRanks);
+  const RankFacts mine = factsFor(device);
+  if (!gather(&mine, gathered.data(), sizeof(RankFacts))) return finish("setup exchange failed");
+  const CommunicatorTopology agreed = agreeOn(gathered);
+  if (!agreed.symmetricOk) return finish(agreed.reason);
 
-  // Exchange 2, always run so every rank makes the same number of collective calls.
-  std::vector<RankVerdict> verdicts(nRanks);
-  RankVerdict myVerdict;
-  if (agreement.usable) myVerdict = verdictFromTopology(processTopology(), hellos, rank, sameProcessPeerAccess);
-  if (!gather(&myVerdict, verdicts.data(), sizeof(RankVerdict))) return finish("setup exchange failed");
-  if (agreement.usable) agreement = agreeOnVerdicts(agreement, verdicts);
-  if (!agreement.usable) return finish(agreement.why);
-
-  state->facts = agreement.facts;
-  const TableLookup found = lookupWithFallbackWarning(*process.table, agreement.facts.cc, agreement.facts.link, nRanks);
+  state->facts = commFactsFrom(agreed, nRanks);
+  const TableLookup found = lookupWithFallbackWarning(*process.table, state->facts.cc, state->facts.link, nRanks);
   state->entry = found.entry;
   uint64_t oneShot = found.entry ? found.entry->oneShotMaxBytes : 0;
   uint64_t twoShot = found.entry ? found.entry->twoShotMaxBytes : 0;

@@ -15,8 +15,18 @@ namespace {
 thread_local int tGroupDepth = 0;
 }  // namespace
 
-Interposer::Interposer(const RealNccl& nccl, const ProcessContext& process, CommSetupFn setup)
-    : nccl_(nccl), process_(process), setup_(std::move(setup)) {}
+std::optional<bool> streamIsCapturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess) {
+    cudaGetLastError();
+    return std::nullopt;
+  }
+  return capture != cudaStreamCaptureStatusNone;
+}
+
+Interposer::Interposer(const RealNccl& nccl, const ProcessContext& process, CommSetupFn setup,
+                       CaptureProbeFn captureProbe)
+    : nccl_(nccl), process_(process), setup_(std::move(setup)), captureProbe_(std::move(captureProbe)) {}
 
 CommState* Interposer::find(ncclComm_t comm) const {
   std::shared_lock lock(mutex_);
@@ -51,12 +61,8 @@ void Interposer::forget(ncclComm_t comm) {
 CommState* Interposer::setUp(ncclComm_t comm, cudaStream_t stream) {
   // Setup synchronises and allocates: never inside a capture (the same on every rank, as every rank
   // runs the same program). The call goes to NCCL and setup waits for an eager call.
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess) {
-    cudaGetLastError();
-    return nullptr;
-  }
-  if (capture != cudaStreamCaptureStatusNone) return nullptr;
+  const std::optional<bool> capturing = captureProbe_(stream);
+  if (!capturing || *capturing) return nullptr;
   // A non-blocking communicator still being created cannot take a collective yet.
   ncclResult_t async = ncclSuccess;
   if (nccl_.commGetAsyncError(comm, &async) != ncclSuccess || async == ncclInProgress) return nullptr;

@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
@@ -36,9 +37,14 @@ struct CommState {
 // The collective setup step; injectable so the interposer's bookkeeping is tested without GPUs.
 using CommSetupFn = std::function<std::unique_ptr<CommState>(ncclComm_t comm, int rank, int nRanks, int device)>;
 
+// Whether `stream` is being captured into a CUDA graph (nullopt: cannot tell). Injectable for tests.
+using CaptureProbeFn = std::function<std::optional<bool>(cudaStream_t stream)>;
+std::optional<bool> streamIsCapturing(cudaStream_t stream);
+
 class Interposer {
  public:
-  Interposer(const RealNccl& nccl, const ProcessContext& process, CommSetupFn setup);
+  Interposer(const RealNccl& nccl, const ProcessContext& process, CommSetupFn setup,
+             CaptureProbeFn captureProbe = streamIsCapturing);
 
   ncclResult_t allReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
                          ncclComm_t comm, cudaStream_t stream);
@@ -64,6 +70,7 @@ class Interposer {
   const RealNccl& nccl_;
   const ProcessContext& process_;
   CommSetupFn setup_;
+  CaptureProbeFn captureProbe_;
   mutable std::shared_mutex mutex_;
   std::unordered_map<ncclComm_t, std::unique_ptr<CommState>> comms_;
 };

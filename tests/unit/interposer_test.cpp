@@ -1,0 +1,234 @@
+// The interposer's bookkeeping with a stand-in NCCL and a stand-in setup: which calls are forwarded,
+// when setup runs, what teardown forgets, how kernel errors surface. No GPU needed.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "plugin/interposer.h"
+#include "plugin/log.h"
+
+namespace symmem {
+namespace {
+
+// A stand-in NCCL: counts calls; communicators are fake pointers with a size table.
+struct FakeNccl {
+  static inline int allReduces = 0, destroys = 0, groupStarts = 0, groupEnds = 0, aborts = 0, finalizes = 0;
+  static inline std::map<ncclComm_t, int> sizes;
+  static inline ncclResult_t asyncState = ncclSuccess;
+
+  static RealNccl table() {
+    RealNccl r;
+    r.allReduce = [](const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t) {
+      ++allReduces;
+      return ncclSuccess;
+    };
+    r.allGather = [](const void*, void*, size_t, ncclDataType_t, ncclComm_t, cudaStream_t) { return ncclSuccess; };
+    r.commDestroy = [](ncclComm_t) { ++destroys; return ncclSuccess; };
+    r.commFinalize = [](ncclComm_t) { ++finalizes; return ncclSuccess; };
+    r.commAbort = [](ncclComm_t) { ++aborts; return ncclSuccess; };
+    r.groupStart = [] { ++groupStarts; return ncclSuccess; };
+    r.groupEnd = [] { ++groupEnds; return ncclSuccess; };
+    r.commCount = [](const ncclComm_t c, int* n) { *n = sizes[c]; return ncclSuccess; };
+    r.commUserRank = [](const ncclComm_t, int* rank) { *rank = 0; return ncclSuccess; };
+    r.commCuDevice = [](const ncclComm_t, int* dev) { *dev = 0; return ncclSuccess; };
+    r.commGetAsyncError = [](ncclComm_t, ncclResult_t* s) { *s = asyncState; return ncclSuccess; };
+    return r;
+  }
+  static void reset() {
+    allReduces = destroys = groupStarts = groupEnds = aborts = finalizes = 0;
+    sizes.clear();
+    asyncState = ncclSuccess;
+  }
+};
+
+// A stand-in for the kernels: records what it was asked to do.
+class FakeSymmetric : public kernels::SymmetricComm {
+ public:
+  static inline int calls = 0;
+  static inline kernels::Algorithm lastAlgorithm = kernels::Algorithm::OneShot;
+  static inline kernels::Status answer = kernels::Status::Ok;
+  kernels::Status allReduce(const void*, void*, size_t, DataType, ReduceOp, kernels::Algorithm a, cudaStream_t) override {
+    ++calls;
+    lastAlgorithm = a;
+    return answer;
+  }
+  kernels::Status deviceStatus() const override { return kernels::Status::Ok; }
+  const kernels::SymmetricConfig& config() const override { return config_; }
+
+ private:
+  kernels::SymmetricConfig config_;
+};
+
+ncclComm_t fakeComm(uintptr_t id, int size) {
+  auto c = reinterpret_cast<ncclComm_t>(id);
+  FakeNccl::sizes[c] = size;
+  return c;
+}
+
+class InterposerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    FakeNccl::reset();
+    FakeSymmetric::calls = 0;
+    FakeSymmetric::answer = kernels::Status::Ok;
+    nccl = FakeNccl::table();
+    table = DecisionTable::builtIn();
+    process.table = &table;
+  }
+
+  Interposer make(bool ready, bool capturing = false) {
+    return Interposer(
+        nccl, process,
+        [this, ready](ncclComm_t, int rank, int nRanks, int device) {
+          ++setups;
+          auto s = std::make_unique<CommState>();
+          s->facts = CommFacts{nRanks, 1, {12, 0}, LinkClass::PcieSameSwitch, true, 1 << 20};
+          s->entry = table.thresholdsFor({12, 0}, LinkClass::PcieSameSwitch, nRanks).entry;
+          s->ready = ready;
+          s->why = ready ? "ready" : "no P2P";
+          if (ready) s->symmetric = std::make_unique<FakeSymmetric>();
+          return s;
+        },
+        [capturing](cudaStream_t) { return std::optional<bool>(capturing); });
+  }
+
+  RealNccl nccl;
+  DecisionTable table;
+  ProcessContext process;
+  int setups = 0;
+  char buf[64] = {};
+};
+
+TEST_F(InterposerTest, IneligibleCallsGoStraightToNcclWithoutSetup) {
+  Interposer ip = make(true);
+  ncclComm_t comm = fakeComm(0x1000, 4);
+  EXPECT_EQ(ip.allReduce(buf, buf, 0, ncclBfloat16, ncclSum, comm, nullptr), ncclSuccess);   // empty
+  EXPECT_EQ(ip.allReduce(buf, buf, 4, ncclInt32, ncclSum, comm, nullptr), ncclSuccess);      // dtype
+  EXPECT_EQ(ip.allReduce(buf, buf, 4, ncclFloat64, ncclSum, comm, nullptr), ncclSuccess);    // dtype
+  EXPECT_EQ(ip.allReduce(buf, buf, 4, ncclFloat32, ncclAvg, comm, nullptr), ncclSuccess);    // op
+  EXPECT_EQ(ip.allReduce(buf, buf, 4, ncclFloat32, static_cast<ncclRedOp_t>(7), comm, nullptr), ncclSuccess);  // user op
+  EXPECT_EQ(FakeNccl::allReduces, 5);
+  EXPECT_EQ(setups, 0);
+  EXPECT_EQ(ip.liveCommunicators(), 0u);
+}
+
+TEST_F(InterposerTest, FirstEligibleCallSetsUpOnceThenRoutesByTable) {
+  Interposer ip = make(true);
+  ncclComm_t comm = fakeComm(0x2000, 4);
+  // 12.0 pcie-switch, 4 ranks: one-shot <= 64 KiB, two-shot <= 256 KiB.
+  EXPECT_EQ(ip.allReduce(buf, buf, 8, ncclBfloat16, ncclSum, comm, nullptr), ncclSuccess);
+  EXPECT_EQ(setups, 1);
+  EXPECT_EQ(FakeSymmetric::calls, 1);
+  EXPECT_EQ(FakeSymmetric::lastAlgorithm, kernels::Algorithm::OneShot);
+  EXPECT_EQ(ip.allReduce(buf, buf, 64 * 1024, ncclFloat32, ncclMax, comm, nullptr), ncclSuccess);  // 256 KiB
+  EXPECT_EQ(FakeSymmetric::lastAlgorithm, kernels::Algorithm::TwoShot);
+  EXPECT_EQ(ip.allReduce(buf, buf, 1 << 20, ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);  // 4 MiB: NCCL
+  EXPECT_EQ(setups, 1) << "setup runs once per communicator";
+  EXPECT_EQ(FakeSymmetric::calls, 2);
+  EXPECT_EQ(FakeNccl::allReduces, 1);
+}
+
+TEST_F(InterposerTest, CommunicatorThatCannotUseThePathStaysOnNccl) {
+  Interposer ip = make(false);
+  ncclComm_t comm = fakeComm(0x3000, 2);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(ip.allReduce(buf, buf, 8, ncclFloat16, ncclSum, comm, nullptr), ncclSuccess);
+  EXPECT_EQ(setups, 1) << "a failed setup is remembered, not retried per call";
+  EXPECT_EQ(FakeNccl::allReduces, 3);
+  EXPECT_EQ(ip.liveCommunicators(), 1u);
+}
+
+TEST_F(InterposerTest, SingleRankNeedsNoExchange) {
+  Interposer ip = make(true);
+  ncclComm_t comm = fakeComm(0x3100, 1);
+  EXPECT_EQ(ip.allReduce(buf, buf, 8, ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
+  EXPECT_EQ(setups, 0);
+  EXPECT_EQ(FakeNccl::allReduces, 1);
+}
+
+TEST_F(InterposerTest, NoSetupDuringCaptureOrWhileNonBlockingInitIsInProgress) {
+  Interposer capturing = make(true, /*capturing=*/true);
+  ncclComm_t comm = fakeComm(0x4000, 2);
+  EXPECT_EQ(capturing.allReduce(buf, buf, 8, ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
+  EXPECT_EQ(setups, 0);
+  EXPECT_EQ(capturing.liveCommunicators(), 0u) << "setup waits for an eager call";
+
+  Interposer eager = make(true);
+  FakeNccl::asyncState = ncclInProgress;
+  EXPECT_EQ(eager.allReduce(buf, buf, 8, ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
+  EXPECT_EQ(setups, 0);
+  FakeNccl::asyncState = ncclSuccess;
+  EXPECT_EQ(eager.allReduce(buf, buf, 8, ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
+  EXPECT_EQ(setups, 1);
+  EXPECT_EQ(FakeNccl::allReduces, 2);
+  EXPECT_EQ(FakeSymmetric::calls, 1);
+}
+
+TEST_F(InterposerTest, GroupedCallsGoToNccl) {
+  Interposer ip = make(true);
+  ncclComm_t comm = fakeComm(0x5000, 2);
+  EXPECT_EQ(ip.groupStart(), ncclSuccess);
+  EXPECT_EQ(ip.groupStart(), ncclSuccess);
+  EXPECT_EQ(ip.allReduce(buf, buf, 8, ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
+  EXPECT_EQ(ip.groupEnd(), ncclSuccess);
+  EXPECT_EQ(ip.allReduce(buf, buf, 8, ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
+  EXPECT_EQ(ip.groupEnd(), ncclSuccess);
+  EXPECT_EQ(FakeNccl::allReduces, 2);
+  EXPECT_EQ(setups, 0);
+  EXPECT_EQ(ip.allReduce(buf, buf, 8, ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
+  EXPECT_EQ(FakeSymmetric::calls, 1) << "outside the group again";
+  EXPECT_EQ(FakeNccl::groupStarts, 2);
+  EXPECT_EQ(FakeNccl::groupEnds, 2);
+}
+
+TEST_F(InterposerTest, TeardownForgetsTheCommunicatorSoAReusedAddressStartsFresh) {
+  Interposer ip = make(true);
+  ncclComm_t comm = fakeComm(0x6000, 2);
+  ip.allReduce(buf, buf, 8, ncclFloat32, ncclSum, comm, nullptr);
+  EXPECT_EQ(ip.liveCommunicators(), 1u);
+  EXPECT_EQ(ip.commDestroy(comm), ncclSuccess);
+  EXPECT_EQ(ip.liveCommunicators(), 0u);
+  EXPECT_EQ(FakeNccl::destroys, 1);
+  ip.allReduce(buf, buf, 8, ncclFloat32, ncclSum, comm, nullptr);
+  EXPECT_EQ(setups, 2) << "same address, new communicator: set up again";
+  EXPECT_EQ(ip.commAbort(comm), ncclSuccess);
+  EXPECT_EQ(ip.liveCommunicators(), 0u);
+  ip.allReduce(buf, buf, 8, ncclFloat32, ncclSum, comm, nullptr);
+  EXPECT_EQ(ip.commFinalize(comm), ncclSuccess);
+  EXPECT_EQ(ip.liveCommunicators(), 0u);
+  EXPECT_EQ(FakeNccl::aborts, 1);
+  EXPECT_EQ(FakeNccl::finalizes, 1);
+  // Revoke does not exist in this stand-in NCCL: the call reports it, after forgetting the state.
+  ip.allReduce(buf, buf, 8, ncclFloat32, ncclSum, comm, nullptr);
+  EXPECT_EQ(ip.commRevoke(comm, 0), ncclInvalidUsage);
+  EXPECT_EQ(ip.liveCommunicators(), 0u);
+}
+
+TEST_F(InterposerTest, KernelTimeoutIsAnErrorAndOneWarning) {
+  std::vector<std::string> warnings;
+  setLogSinkForTesting([&](LogLevel level, const std::string& text) {
+    if (level == LogLevel::Warn) warnings.push_back(text);
+  });
+  Interposer ip = make(true);
+  ncclComm_t comm = fakeComm(0x7000, 2);
+  FakeSymmetric::answer = kernels::Status::PeerTimeout;
+  EXPECT_EQ(ip.allReduce(buf, buf, 8, ncclFloat32, ncclSum, comm, nullptr), ncclSystemError);
+  EXPECT_EQ(ip.allReduce(buf, buf, 8, ncclFloat32, ncclSum, comm, nullptr), ncclSystemError);
+  setLogSinkForTesting({});
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("timed out"), std::string::npos);
+  FakeSymmetric::answer = kernels::Status::Unsupported;
+  EXPECT_EQ(ip.allReduce(buf, buf, 8, ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
+  EXPECT_EQ(FakeNccl::allReduces, 1) << "Unsupported goes to NCCL";
+}
+
+TEST_F(InterposerTest, SettingsTurnThePathOff) {
+  process.policy.symmetric = false;
+  Interposer ip = make(true);
+  ncclComm_t comm = fakeComm(0x8000, 2);
+  ip.allReduce(buf, buf, 8, ncclFloat32, ncclSum, comm, nullptr);
+  EXPECT_EQ(setups, 0);
+  EXPECT_EQ(FakeNccl::allReduces, 1);
+}
+
+}  // namespace
+}  // namespace symmem
