@@ -11,17 +11,21 @@ bool sameKnownNuma(const Topology& topo, int a, int b) {
   return na && nb && *na == *nb;
 }
 
-LinkClass pairLinkClass(const Topology& topo, int a, int b) {
-  switch (topo.link(a, b).path) {
+LinkClass linkClassOfPath(PathKind path, bool sameNuma) {
+  switch (path) {
     case PathKind::NvLink: return LinkClass::NvLink;
     case PathKind::Pix:
     case PathKind::Pxb: return LinkClass::PcieSameSwitch;
     case PathKind::Phb:
     case PathKind::Node: return LinkClass::PcieSameRoot;
-    case PathKind::Sys: return sameKnownNuma(topo, a, b) ? LinkClass::PcieSameRoot : LinkClass::PcieCrossSocket;
+    case PathKind::Sys: return sameNuma ? LinkClass::PcieSameRoot : LinkClass::PcieCrossSocket;
     case PathKind::Unknown: return LinkClass::Unknown;
   }
   return LinkClass::Unknown;
+}
+
+LinkClass pairLinkClass(const Topology& topo, int a, int b) {
+  return linkClassOfPath(topo.link(a, b).path, sameKnownNuma(topo, a, b));
 }
 
 LinkClass linkClassOf(const Topology& topo, std::span<const int> gpus) {

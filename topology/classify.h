@@ -17,6 +17,8 @@ namespace symmem {
 // NV* -> NvLink; PIX, PXB -> PcieSameSwitch; PHB, NODE -> PcieSameRoot;
 // SYS -> PcieCrossSocket, or PcieSameRoot when both GPUs are on one known NUMA node; unknown -> Unknown.
 LinkClass pairLinkClass(const Topology& topo, int a, int b);
+// The same rule for a path on its own (used where only per-rank facts are at hand).
+LinkClass linkClassOfPath(PathKind path, bool sameKnownNuma);
 
 // The worst pair link among `gpus`; Unknown if any pair is unknown, or if fewer than two GPUs are
 // given (there is no link to classify).

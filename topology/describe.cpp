@@ -1,0 +1,129 @@
+#include "topology/describe.h"
+
+#include <algorithm>
+
+#include "topology/classify.h"
+
+namespace symmem {
+
+namespace {
+
+// Left-aligned columns, two spaces apart; the first column holds the row labels.
+std::string table(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width;
+  for (const auto& row : rows)
+    for (size_t c = 0; c < row.size(); ++c) {
+      if (width.size() <= c) width.resize(c + 1, 0);
+      width[c] = std::max(width[c], row[c].size());
+    }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line = "  ";
+    for (size_t c = 0; c < row.size(); ++c) {
+      line += row[c];
+      if (c + 1 < row.size()) line += std::string(width[c] - row[c].size() + 2, ' ');
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  }
+  return out;
+}
+
+std::string gpuLabel(const Topology& t, int g) { return "GPU" + std::to_string(t.gpu(g).index); }
+
+std::vector<std::string> headerRow(const Topology& t) {
+  std::vector<std::string> row{""};
+  for (int g = 0; g < t.gpuCount(); ++g) row.push_back(gpuLabel(t, g));
+  return row;
+}
+
+std::string pairList(const Topology& t, Crossing which) {
+  std::string out;
+  for (int a = 0; a < t.gpuCount(); ++a)
+    for (int b = a + 1; b < t.gpuCount(); ++b)
+      if (crossingOf(t, a, b) == which) out += (out.empty() ? "" : " ") + std::to_string(a) + "-" + std::to_string(b);
+  return out.empty() ? "none" : out;
+}
+
+}  // namespace
+
+std::string describeTopology(const Topology& t) {
+  const int n = t.gpuCount();
+  std::string out = "Topology from " + (t.source().empty() ? std::string("(unknown source)") : t.source()) + ": " +
+                    std::to_string(n) + (n == 1 ? " GPU\n" : " GPUs\n");
+
+  if (n > 0) {
+    std::vector<std::vector<std::string>> gpus;
+    for (int g = 0; g < n; ++g) {
+      const auto& gpu = t.gpu(g);
+      gpus.push_back({gpuLabel(t, g), gpu.pciBusId.empty() ? "bus ?" : gpu.pciBusId,
+                      gpu.capability.known() ? "cc " + gpu.capability.str() : "cc ?",
+                      gpu.numaNode ? "numa " + std::to_string(*gpu.numaNode) : "numa ?",
+                      gpu.cpuAffinity.empty() ? "cpus ?" : "cpus " + gpu.cpuAffinity,
+                      gpu.name.empty() ? "" : gpu.name});
+    }
+    out += "\nGPUs:\n" + table(gpus);
+
+    std::vector<std::vector<std::string>> links{headerRow(t)};
+    for (int a = 0; a < n; ++a) {
+      std::vector<std::string> row{gpuLabel(t, a)};
+      for (int b = 0; b < n; ++b)
+        row.push_back(a == b ? "X"
+                             : pathToken(t.link(a, b).path, t.link(a, b).nvlinks) + " " +
+                                   std::string(linkClassName(pairLinkClass(t, a, b))));
+      links.push_back(std::move(row));
+    }
+    out += "\nLinks (nvidia-smi path, link class):\n" + table(links);
+
+    bool anyP2p = false;
+    for (int a = 0; a < n; ++a)
+      for (int b = 0; b < n; ++b)
+        if (a != b && (t.link(a, b).p2pRead != Support::Unknown || t.link(a, b).p2pWrite != Support::Unknown))
+          anyP2p = true;
+    if (anyP2p) {
+      std::vector<std::vector<std::string>> p2p{headerRow(t)};
+      for (int a = 0; a < n; ++a) {
+        std::vector<std::string> row{gpuLabel(t, a)};
+        for (int b = 0; b < n; ++b) {
+          if (a == b) {
+            row.push_back("X");
+            continue;
+          }
+          const auto& l = t.link(a, b);
+          row.push_back(l.p2pRead == l.p2pWrite ? std::string(supportName(l.p2pRead))
+                                                : "r:" + std::string(supportName(l.p2pRead)) + ",w:" +
+                                                      std::string(supportName(l.p2pWrite)));
+        }
+        p2p.push_back(std::move(row));
+      }
+      out += "\nP2P read+write (row reads from / writes to column):\n" + table(p2p);
+    } else {
+      out += "\nP2P: unknown\n";
+    }
+
+    const auto islands = pcieIslands(t);
+    out += "\nPCIe islands (GPUs sharing a switch):";
+    if (islands.empty()) out += " none";
+    for (const auto& island : islands) {
+      out += " {";
+      for (size_t k = 0; k < island.size(); ++k) out += (k ? "," : "") + std::to_string(island[k]);
+      out += "}";
+    }
+    out += "\nPairs crossing the CPU root complex: " + pairList(t, Crossing::RootComplex) + "\n";
+    out += "Pairs crossing the socket: " + pairList(t, Crossing::Socket) + "\n";
+    const std::string unknownPairs = pairList(t, Crossing::Unknown);
+    if (unknownPairs != "none") out += "Pairs with an unknown path: " + unknownPairs + "\n";
+
+    const Support p2pAll = p2pOfAll(t);
+    out += "\nCommunicator over all GPUs: link class " + std::string(linkClassName(linkClassOfAll(t))) +
+           ", P2P on every pair: " + std::string(supportName(p2pAll)) + "\n";
+  }
+
+  if (!t.notes().empty()) {
+    out += "\nNot known:\n";
+    for (const auto& note : t.notes()) out += "  - " + note + "\n";
+  }
+  return out;
+}
+
+}  // namespace symmem

@@ -1,0 +1,16 @@
+#pragma once
+// The topology as text for people: what `symmem-info --topo FILE` prints.
+//
+// Sections: the GPUs; the classified matrix (nvidia-smi's token and the LinkClass name for every
+// pair); the P2P read+write matrix when anything about P2P is known; the PCIe islands; the pairs whose
+// traffic crosses the CPU root complex or the socket; the link class of a communicator over all GPUs;
+// and what the model could not learn.
+#include <string>
+
+#include "topology/model.h"
+
+namespace symmem {
+
+std::string describeTopology(const Topology& topo);
+
+}  // namespace symmem
