@@ -1,0 +1,469 @@
+// symmem-bench: side-by-side all-reduce latency of stock NCCL (plain buffers), NCCL's symmetric
+// windows, and this project's one-shot and two-shot kernels, eager and under CUDA graphs.
+//
+// One process per GPU, forked before any CUDA or NCCL call (the parent makes none); rank 0 gets the
+// ncclUniqueId and hands it to the others through an anonymous shared mapping created before fork.
+// Each size: every path's result is verified once (integer-valued data, exact), then timed: eager
+// (`iters` calls back to back between CUDA events) and graph (`iters` calls captured in one graph,
+// one replay between events), `reps` repetitions each, median per-call time. In place, like NCCL's
+// own symmetric-kernel numbers. Rank 0 prints the table and writes the CSV.
+#include <cuda_runtime_api.h>
+#include <glob.h>
+#include <nccl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kernels/symmetric_comm.h"
+
+namespace {
+
+using symmem::DataType;
+using symmem::ReduceOp;
+using symmem::kernels::Algorithm;
+using symmem::kernels::SymmetricComm;
+using symmem::kernels::SymmetricConfig;
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  size_t minBytes = 8;
+  size_t maxBytes = 64u << 20;
+  int factor = 2;
+  std::string dtype = "bf16";
+  std::string csv;
+  int iters = 200;
+  int reps = 7;
+  int nGpus = 0;
+  size_t oneShotMax = 1u << 20;
+  size_t twoShotMax = 64u << 20;
+  int maxBlocks = 0;
+  int64_t timeoutMs = 10000;
+  int timeoutSec = 540;
+  bool eager = true;
+};
+
+void usage() {
+  std::fprintf(stderr,
+               "usage: symmem-bench [-b MIN] [-e MAX] [-f FACTOR] [--dtype bf16|fp16|fp32] [--csv PATH]\n"
+               "                    [--iters N] [--reps N] [--ngpus N] [--one-shot-max BYTES] [--two-shot-max BYTES]\n"
+               "                    [--max-blocks N] [--no-eager] [--timeout-s S]\n"
+               "sizes accept K/M/G suffixes; defaults: -b 8 -e 64M -f 2, bf16 sum, 200 iters, 7 reps\n");
+}
+
+size_t parseSize(const char* s) {
+  char* end = nullptr;
+  double v = std::strtod(s, &end);
+  if (end != nullptr) {
+    if (*end == 'K' || *end == 'k') v *= 1024;
+    else if (*end == 'M' || *end == 'm') v *= 1024.0 * 1024;
+    else if (*end == 'G' || *end == 'g') v *= 1024.0 * 1024 * 1024;
+  }
+  return static_cast<size_t>(v);
+}
+
+bool parseArgs(int argc, char** argv, Options& o) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
+    const char* v = nullptr;
+    if (a == "-h" || a == "--help") return false;
+    if (a == "--no-eager") { o.eager = false; continue; }
+    if ((v = next()) == nullptr) return false;
+    if (a == "-b") o.minBytes = parseSize(v);
+    else if (a == "-e") o.maxBytes = parseSize(v);
+    else if (a == "-f") o.factor = std::atoi(v);
+    else if (a == "--dtype") o.dtype = v;
+    else if (a == "--csv") o.csv = v;
+    else if (a == "--iters") o.iters = std::atoi(v);
+    else if (a == "--reps") o.reps = std::atoi(v);
+    else if (a == "--ngpus") o.nGpus = std::atoi(v);
+    else if (a == "--one-shot-max") o.oneShotMax = parseSize(v);
+    else if (a == "--two-shot-max") o.twoShotMax = parseSize(v);
+    else if (a == "--max-blocks") o.maxBlocks = std::atoi(v);
+    else if (a == "--timeout-s") o.timeoutSec = std::atoi(v);
+    else return false;
+  }
+  return o.factor >= 2 && o.iters > 0 && o.reps > 0 && o.minBytes > 0 && o.maxBytes >= o.minBytes &&
+         (o.dtype == "bf16" || o.dtype == "fp16" || o.dtype == "fp32");
+}
+
+// ---- shared state between the forked ranks ----------------------------------------------------------
+struct Shared {
+  std::atomic<int> idReady;
+  ncclUniqueId id;
+  std::atomic<uint64_t> arrived[64];
+};
+
+class Barrier {
+ public:
+  Barrier(Shared* s, int rank, int n) : s_(s), rank_(rank), n_(n) {}
+  bool wait(int timeoutMs = 120000) {
+    const uint64_t k = ++count_;
+    s_->arrived[rank_].store(k, std::memory_order_release);
+    const auto deadline = Clock::now() + std::chrono::milliseconds(timeoutMs);
+    for (int q = 0; q < n_; ++q)
+      while (s_->arrived[q].load(std::memory_order_acquire) < k) {
+        if (Clock::now() > deadline) return false;
+        std::this_thread::yield();
+      }
+    return true;
+  }
+
+ private:
+  Shared* s_;
+  int rank_, n_;
+  uint64_t count_ = 0;
+};
+
+#define CUDA_CHECK(call)                                                                          \
+  do {                                                                                            \
+    const cudaError_t e_ = (call);                                                                \
+    if (e_ != cudaSuccess) {                                                                      \
+      std::fprintf(stderr, "[rank %d] %s:%d %s: %s\n", rank, __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+      std::exit(2);                                                                               \
+    }                                                                                             \
+  } while (0)
+#define NCCL_CHECK(call)                                                                          \
+  do {                                                                                            \
+    const ncclResult_t r_ = (call);                                                               \
+    if (r_ != ncclSuccess) {                                                                      \
+      std::fprintf(stderr, "[rank %d] %s:%d %s: %s\n", rank, __FILE__, __LINE__, #call, ncclGetErrorString(r_)); \
+      std::exit(3);                                                                               \
+    }                                                                                             \
+  } while (0)
+
+// ---- element helpers ---------------------------------------------------------------------------------
+uint16_t toHalfBits(float x, bool bf16) {
+  uint32_t f;
+  std::memcpy(&f, &x, 4);
+  if (bf16) return static_cast<uint16_t>((f + 0x7fffu + ((f >> 16) & 1u)) >> 16);
+  // fp16 for the small integers used here (exact): sign, rebias exponent, top mantissa bits.
+  if (x == 0.0f) return static_cast<uint16_t>((f >> 16) & 0x8000u);
+  const uint32_t sign = (f >> 16) & 0x8000u;
+  const int exp = static_cast<int>((f >> 23) & 0xffu) - 127 + 15;
+  return static_cast<uint16_t>(sign | (static_cast<uint32_t>(exp) << 10) | ((f >> 13) & 0x3ffu));
+}
+
+// Bits of `value` in the benchmark's dtype (elemBytes 2: bf16 or fp16; 4: fp32).
+uint32_t encode(float value, size_t elemBytes, bool bf16) {
+  if (elemBytes == 4) {
+    uint32_t b;
+    std::memcpy(&b, &value, 4);
+    return b;
+  }
+  return toHalfBits(value, bf16);
+}
+
+float inputValue(int rank, size_t i) { return static_cast<float>(static_cast<int>((i * 7 + rank * 3) % 17) - 8); }
+
+struct Path {
+  const char* name;
+  int kind;  // 0 NCCL plain, 1 NCCL window, 2 one-shot, 3 two-shot
+};
+const Path kPaths[] = {{"nccl", 0}, {"nccl-win", 1}, {"one-shot", 2}, {"two-shot", 3}};
+
+struct Result {
+  double eagerUs = NAN, graphUs = NAN;
+  long long wrong = -1;
+};
+
+int runRank(int rank, int n, const Options& o, Shared* shared) {
+  CUDA_CHECK(cudaSetDevice(rank));
+  if (rank == 0) {
+    NCCL_CHECK(ncclGetUniqueId(&shared->id));
+    shared->idReady.store(1, std::memory_order_release);
+  } else {
+    const auto deadline = Clock::now() + std::chrono::seconds(60);
+    while (!shared->idReady.load(std::memory_order_acquire)) {
+      if (Clock::now() > deadline) {
+        std::fprintf(stderr, "[rank %d] no ncclUniqueId from rank 0\n", rank);
+        return 4;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  ncclComm_t comm;
+  NCCL_CHECK(ncclCommInitRank(&comm, n, shared->id, rank));
+  Barrier barrier(shared, rank, n);
+  cudaStream_t stream;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+
+  const bool bf16 = o.dtype == "bf16";
+  const size_t elem = o.dtype == "fp32" ? 4 : 2;
+  const ncclDataType_t ncclType = o.dtype == "fp32" ? ncclFloat32 : bf16 ? ncclBfloat16 : ncclFloat16;
+  const DataType ourType = o.dtype == "fp32" ? DataType::Float32 : bf16 ? DataType::Bfloat16 : DataType::Float16;
+  const size_t bufBytes = std::max<size_t>(o.maxBytes, 4096);
+  void* plain = nullptr;
+  CUDA_CHECK(cudaMalloc(&plain, bufBytes));
+  void* windowBuf = nullptr;
+  ncclWindow_t window = nullptr;
+  const size_t winBytes = (bufBytes + 4095) / 4096 * 4096;
+  NCCL_CHECK(ncclMemAlloc(&windowBuf, winBytes));
+  NCCL_CHECK(ncclCommWindowRegister(comm, windowBuf, winBytes, &window, NCCL_WIN_COLL_SYMMETRIC));
+
+  SymmetricConfig cfg;
+  cfg.rank = rank;
+  cfg.nRanks = n;
+  cfg.device = rank;
+  cfg.oneShotMaxBytes = std::min(o.oneShotMax, o.maxBytes);
+  cfg.twoShotMaxBytes = std::min(o.twoShotMax, o.maxBytes);
+  cfg.timeoutMs = o.timeoutMs;
+  cfg.maxBlocks = o.maxBlocks;
+  std::string why;
+  auto ours = SymmetricComm::create(
+      cfg,
+      [&](const void* send, void* recv, size_t bytes) {
+        void *dSend = nullptr, *dRecv = nullptr;
+        bool ok = cudaMalloc(&dSend, bytes) == cudaSuccess && cudaMalloc(&dRecv, bytes * n) == cudaSuccess &&
+                  cudaMemcpy(dSend, send, bytes, cudaMemcpyHostToDevice) == cudaSuccess &&
+                  ncclAllGather(dSend, dRecv, bytes, ncclChar, comm, stream) == ncclSuccess &&
+                  cudaStreamSynchronize(stream) == cudaSuccess &&
+                  cudaMemcpy(recv, dRecv, bytes * n, cudaMemcpyDeviceToHost) == cudaSuccess;
+        cudaFree(dSend);
+        cudaFree(dRecv);
+        return ok;
+      },
+      &why);
+  if (!ours && rank == 0) std::fprintf(stderr, "symmetric path unavailable: %s\n", why.c_str());
+
+  FILE* csv = nullptr;
+  if (rank == 0 && !o.csv.empty()) {
+    csv = std::fopen(o.csv.c_str(), "w");
+    if (csv == nullptr) std::fprintf(stderr, "cannot write %s\n", o.csv.c_str());
+    else std::fprintf(csv, "bytes,dtype,ranks,path,mode,median_us,min_us,max_us,wrong\n");
+  }
+  int ncclVersion = 0;
+  ncclGetVersion(&ncclVersion);
+  if (rank == 0) {
+    cudaDeviceProp prop{};
+    cudaGetDeviceProperties(&prop, 0);
+    int rt = 0, drv = 0;
+    cudaRuntimeGetVersion(&rt);
+    cudaDriverGetVersion(&drv);
+    std::printf("# symmem-bench: %d x %s, NCCL %d, CUDA runtime %d, driver %d, %s sum, in place, %d calls x %d reps\n",
+                n, prop.name, ncclVersion, rt, drv, o.dtype.c_str(), o.iters, o.reps);
+  }
+
+  std::vector<uint32_t> host;
+  std::map<size_t, std::map<int, Result>> results;
+  for (size_t bytes = o.minBytes; bytes <= o.maxBytes; bytes *= o.factor) {
+    const size_t count = bytes / elem;
+    if (count == 0) continue;
+    for (const Path& p : kPaths) {
+      if ((p.kind == 2 || p.kind == 3) && !ours) continue;
+      if (p.kind == 2 && bytes > cfg.oneShotMaxBytes) continue;
+      if (p.kind == 3 && bytes > cfg.twoShotMaxBytes) continue;
+      void* buf = p.kind == 1 ? windowBuf : plain;
+      auto call = [&]() -> bool {
+        if (p.kind <= 1) return ncclAllReduce(buf, buf, count, ncclType, ncclSum, comm, stream) == ncclSuccess;
+        return ours->allReduce(buf, buf, count, ourType, ReduceOp::Sum,
+                               p.kind == 2 ? Algorithm::OneShot : Algorithm::TwoShot, stream) ==
+               symmem::kernels::Status::Ok;
+      };
+      if (rank == 0) std::fprintf(stderr, "\r[symmem-bench] %10zu B %-9s", bytes, p.name);
+      Result r;
+      // Verify once: integer inputs, exact sums.
+      host.assign(count, 0);
+      std::vector<char> raw(count * elem);
+      for (size_t i = 0; i < count; ++i) {
+        const uint32_t b = encode(inputValue(rank, i), elem, bf16);
+        std::memcpy(raw.data() + i * elem, &b, elem);
+      }
+      CUDA_CHECK(cudaMemcpy(buf, raw.data(), count * elem, cudaMemcpyHostToDevice));
+      barrier.wait();
+      if (!call()) {
+        std::fprintf(stderr, "[rank %d] %s failed at %zu bytes\n", rank, p.name, bytes);
+        return 5;
+      }
+      CUDA_CHECK(cudaStreamSynchronize(stream));
+      CUDA_CHECK(cudaMemcpy(raw.data(), buf, count * elem, cudaMemcpyDeviceToHost));
+      long long wrong = 0;
+      for (size_t i = 0; i < count; ++i) {
+        float want = 0.0f;
+        for (int q = 0; q < n; ++q) want += inputValue(q, i);
+        uint32_t got = 0;
+        std::memcpy(&got, raw.data() + i * elem, elem);
+        const uint32_t w = encode(want == 0.0f ? 0.0f : want, elem, bf16);
+        if (got != w && !(want == 0.0f && (got & 0x7fffffffu) == 0)) ++wrong;
+      }
+      r.wrong = wrong;
+
+      cudaEvent_t start, stop;
+      CUDA_CHECK(cudaEventCreate(&start));
+      CUDA_CHECK(cudaEventCreate(&stop));
+      auto timeReps = [&](auto&& body) {
+        std::vector<double> us;
+        for (int rep = 0; rep < o.reps; ++rep) {
+          barrier.wait();
+          CUDA_CHECK(cudaEventRecord(start, stream));
+          body();
+          CUDA_CHECK(cudaEventRecord(stop, stream));
+          CUDA_CHECK(cudaEventSynchronize(stop));
+          float ms = 0;
+          CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+          us.push_back(ms * 1000.0 / o.iters);
+        }
+        std::sort(us.begin(), us.end());
+        return us;
+      };
+      auto record = [&](const char* mode, const std::vector<double>& us) {
+        if (csv != nullptr)
+          std::fprintf(csv, "%zu,%s,%d,%s,%s,%.3f,%.3f,%.3f,%lld\n", bytes, o.dtype.c_str(), n, p.name, mode,
+                       us[us.size() / 2], us.front(), us.back(), r.wrong);
+      };
+      if (o.eager) {
+        for (int i = 0; i < 20; ++i) call();
+        const auto us = timeReps([&] {
+          for (int i = 0; i < o.iters; ++i) call();
+        });
+        r.eagerUs = us[us.size() / 2];
+        record("eager", us);
+      }
+      {
+        cudaGraph_t graph;
+        cudaGraphExec_t exec;
+        CUDA_CHECK(cudaStreamSynchronize(stream));
+        CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+        for (int i = 0; i < o.iters; ++i) call();
+        CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+        CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+        barrier.wait();
+        CUDA_CHECK(cudaGraphLaunch(exec, stream));  // warm-up replay
+        CUDA_CHECK(cudaStreamSynchronize(stream));
+        const auto us = timeReps([&] { CUDA_CHECK(cudaGraphLaunch(exec, stream)); });
+        r.graphUs = us[us.size() / 2];
+        record("graph", us);
+        CUDA_CHECK(cudaStreamSynchronize(stream));
+        CUDA_CHECK(cudaGraphExecDestroy(exec));  // before any ncclCommDestroy (it can hang otherwise)
+        CUDA_CHECK(cudaGraphDestroy(graph));
+      }
+      cudaEventDestroy(start);
+      cudaEventDestroy(stop);
+      results[bytes][p.kind] = r;
+      if (ours && ours->deviceStatus() != symmem::kernels::Status::Ok) {
+        std::fprintf(stderr, "[rank %d] symmetric path reports %s\n", rank,
+                     symmem::kernels::statusName(ours->deviceStatus()));
+        return 6;
+      }
+    }
+  }
+  if (rank == 0) {
+    std::fprintf(stderr, "\n");
+    auto cell = [](double v) {
+      char b[32];
+      if (std::isnan(v)) std::snprintf(b, sizeof b, "%9s", "-");
+      else std::snprintf(b, sizeof b, "%9.2f", v);
+      return std::string(b);
+    };
+    std::printf("\n%-10s | %s graph (us) %28s | best ours vs | %s eager (us) %28s | wrong\n", "bytes", "", "", "", "");
+    std::printf("%-10s |%9s %9s %9s %9s | %6s %6s |%9s %9s %9s %9s |\n", "", "nccl", "nccl-win", "one-shot",
+                "two-shot", "nccl", "win", "nccl", "nccl-win", "one-shot", "two-shot");
+    for (auto& [bytes, row] : results) {
+      auto get = [&](int k, bool graph) {
+        auto it = row.find(k);
+        return it == row.end() ? NAN : (graph ? it->second.graphUs : it->second.eagerUs);
+      };
+      double best = NAN;
+      for (int k : {2, 3})
+        if (!std::isnan(get(k, true)) && (std::isnan(best) || get(k, true) < best)) best = get(k, true);
+      long long wrong = 0;
+      for (auto& [k, r] : row) wrong += r.wrong;
+      std::printf("%-10zu |%s%s%s%s | %6.2f %6.2f |%s%s%s%s | %lld\n", bytes, cell(get(0, true)).c_str(),
+                  cell(get(1, true)).c_str(), cell(get(2, true)).c_str(), cell(get(3, true)).c_str(),
+                  best / get(0, true), best / get(1, true), cell(get(0, false)).c_str(), cell(get(1, false)).c_str(),
+                  cell(get(2, false)).c_str(), cell(get(3, false)).c_str(), wrong);
+    }
+    std::fflush(stdout);
+  }
+  if (csv != nullptr) std::fclose(csv);
+  long long totalWrong = 0;
+  for (auto& [bytes, row] : results)
+    for (auto& [k, r] : row) totalWrong += r.wrong;
+  barrier.wait();
+  ours.reset();
+  ncclCommWindowDeregister(comm, window);
+  ncclMemFree(windowBuf);
+  cudaFree(plain);
+  ncclCommDestroy(comm);
+  return totalWrong == 0 ? 0 : 7;
+}
+
+int countGpuNodes() {
+  glob_t g{};
+  int n = 0;
+  if (glob("/dev/nvidia[0-9]*", 0, nullptr, &g) == 0) n = static_cast<int>(g.gl_pathc);
+  globfree(&g);
+  return n;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  if (!parseArgs(argc, argv, o)) {
+    usage();
+    return 1;
+  }
+  // NVLink SHARP / multicast stays off (it needs cuMulticastCreate, which this tool never uses).
+  setenv("NCCL_NVLS_ENABLE", "0", 0);
+  const int n = o.nGpus > 0 ? o.nGpus : countGpuNodes();
+  if (n < 2) {
+    std::fprintf(stderr, "symmem-bench: needs at least 2 GPUs (found %d; pass --ngpus)\n", n);
+    return 1;
+  }
+  void* mem = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) return 1;
+  Shared* shared = new (mem) Shared();
+  shared->idReady.store(0);
+  for (auto& a : shared->arrived) a.store(0);
+  std::fflush(stdout);
+  std::vector<pid_t> pids;
+  for (int r = 0; r < n; ++r) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      const int code = runRank(r, n, o, shared);
+      std::fflush(stdout);
+      std::fflush(stderr);
+      _exit(code);
+    }
+    pids.push_back(pid);
+  }
+  int worst = 0;
+  const auto deadline = Clock::now() + std::chrono::seconds(o.timeoutSec);
+  std::vector<bool> done(n, false);
+  int remaining = n;
+  while (remaining > 0) {
+    for (int r = 0; r < n; ++r) {
+      int st = 0;
+      if (!done[r] && waitpid(pids[r], &st, WNOHANG) == pids[r]) {
+        done[r] = true;
+        --remaining;
+        const int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        if (code != 0) std::fprintf(stderr, "symmem-bench: rank %d exited with %d\n", r, code);
+        worst = std::max(worst, code);
+      }
+    }
+    if (remaining > 0 && Clock::now() > deadline) {
+      std::fprintf(stderr, "symmem-bench: ranks still running after %d s, killed\n", o.timeoutSec);
+      for (int r = 0; r < n; ++r)
+        if (!done[r]) kill(pids[r], SIGKILL), waitpid(pids[r], nullptr, 0);
+      return 124;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return worst;
+}
