@@ -1,4 +1,5 @@
 #include "plugin/log.h"
+#include "plugin/settings.h"
 
 #include <atomic>
 #include <cstdio>
@@ -41,6 +42,17 @@ void emit(LogLevel level, unsigned long subsys, const char* file, int line, cons
   }
 }
 }  // namespace
+
+bool logLevelEnabled(LogLevel level) {
+  // Read once; the settings registry owns the parsing of SYMMEM_LOG (and warns about bad values).
+  static const int limit = [] {
+    const std::string& v = Settings::process().text(SettingId::LogDetail);
+    return v == "trace" ? static_cast<int>(LogLevel::Trace) : v == "warn" ? static_cast<int>(LogLevel::Warn)
+                                                                          : static_cast<int>(LogLevel::Info);
+  }();
+  if (level == LogLevel::Trace) return limit == static_cast<int>(LogLevel::Trace);
+  return static_cast<int>(level) <= limit;
+}
 
 void setNcclLogger(NcclLoggerFn fn) {
   NcclLoggerFn expected = nullptr;

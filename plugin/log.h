@@ -23,6 +23,10 @@ void setNcclLogger(NcclLoggerFn fn);
 using LogSink = std::function<void(LogLevel, const std::string&)>;
 void setLogSinkForTesting(LogSink sink);
 
+// SYMMEM_LOG: warn, info (default), trace. Checked before any formatting, so a per-call TRACE
+// costs one load when off.
+bool logLevelEnabled(LogLevel level);
+
 void logMessage(LogLevel level, unsigned long subsys, const char* file, int line, const char* fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
@@ -33,6 +37,14 @@ void logWarnOnce(const std::string& key, const char* file, int line, const char*
 }  // namespace symmem
 
 #define SYMMEM_WARN(...) ::symmem::logMessage(::symmem::LogLevel::Warn, ::symmem::kLogInit, __FILE__, __LINE__, __VA_ARGS__)
-#define SYMMEM_INFO(subsys, ...) ::symmem::logMessage(::symmem::LogLevel::Info, (subsys), __FILE__, __LINE__, __VA_ARGS__)
-#define SYMMEM_TRACE(subsys, ...) ::symmem::logMessage(::symmem::LogLevel::Trace, (subsys), __FILE__, __LINE__, __VA_ARGS__)
+#define SYMMEM_INFO(subsys, ...)                                                                   \
+  do {                                                                                             \
+    if (::symmem::logLevelEnabled(::symmem::LogLevel::Info))                                       \
+      ::symmem::logMessage(::symmem::LogLevel::Info, (subsys), __FILE__, __LINE__, __VA_ARGS__);  \
+  } while (0)
+#define SYMMEM_TRACE(subsys, ...)                                                                  \
+  do {                                                                                             \
+    if (::symmem::logLevelEnabled(::symmem::LogLevel::Trace))                                      \
+      ::symmem::logMessage(::symmem::LogLevel::Trace, (subsys), __FILE__, __LINE__, __VA_ARGS__); \
+  } while (0)
 #define SYMMEM_WARN_ONCE(key, ...) ::symmem::logWarnOnce((key), __FILE__, __LINE__, __VA_ARGS__)

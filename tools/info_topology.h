@@ -14,6 +14,7 @@ struct MachineView {
   ComputeCapability cc;
   LinkClass link = LinkClass::Unknown;
   bool allPairsP2p = false;
+  bool failed = false;  // the topology file could not be read (text says why)
 };
 
 MachineView describeMachine(const std::string& topoFile, const Settings& settings);

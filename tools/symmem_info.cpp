@@ -227,6 +227,7 @@ int main(int argc, char** argv) {
   const std::string topoFile = !opt.topoFile.empty() ? opt.topoFile : settings.text(SettingId::TopoFile);
   MachineView machine = describeMachine(topoFile, settings);
   fputs(machine.text.c_str(), stdout);
+  if (machine.failed) return 1;
 
   CommFacts facts;
   facts.nNodes = 1;

@@ -113,3 +113,62 @@ TEST(SymmemInfo, DumpTableRoundTripsThroughSymmemTable) {
 
 }  // namespace
 }  // namespace symmem
+
+namespace symmem {
+namespace {
+
+// `symmem-info --topo FILE` classifies every fixture and prints a decision table for it.
+TEST(SymmemInfoTopo, EveryFixture) {
+  struct Case {
+    const char* file;
+    const char* link;  // the communicator's link class over all GPUs
+  };
+  const Case cases[] = {
+      {"rtx-pro-6000-server-x8-asus-esc8000a-e13p-broadcom.topo.txt", "pcie-sys"},
+      {"rtx-pro-6000-server-x8-wrx90-microchip-3switch.topo.txt", "pcie-root"},
+      {"rtx-5090-x2-wrx80-phb.topo.txt", "pcie-root"},
+      {"rtx-6000-ada-x4-asus-esc8000a-e12-dual-socket.topo.txt", "pcie-sys"},
+      {"rtx-6000-ada-x2-puget-threadripper-wrx90-phb.topo.txt", "pcie-root"},
+      {"l40s-x4-aws-g6e-12xlarge-vm.topo.txt", "pcie-root"},
+      {"rtx-4090-x8-dual-socket-all-sys-2nic.topo.txt", "pcie-sys"},
+      {"rtx-a6000-x3-nvlink-bridge-pair.topo.txt", "pcie-root"},
+      {"h100-sxm-x8-nv18.topo.txt", "nvlink"},
+      {"a100-sxm4-x8-aws-p4d-24xlarge-nv12.topo.txt", "nvlink"},
+      {"h20-3e-x8-nv18-8nic.topo.txt", "nvlink"},
+      {"dgx2h-v100-sxm3-x16-nvswitch.hwloc.xml", "nvlink"},
+  };
+  for (const Case& c : cases) {
+    const std::string path = std::string(SYMMEM_TEST_DATA_DIR) + "/topologies/" + c.file;
+    ToolRun r = run("--topo " + path);
+    EXPECT_EQ(r.exitCode, 0) << c.file << "\n" << r.out;
+    EXPECT_TRUE(has(r, std::string("Communicator over all GPUs: link class ") + c.link)) << c.file << "\n" << r.out;
+    EXPECT_TRUE(has(r, "256MiB  NCCL")) << c.file;
+  }
+}
+
+TEST(SymmemInfoTopo, P2pMatrixTurnsThePathOff) {
+  const std::string dir = std::string(SYMMEM_TEST_DATA_DIR) + "/topologies/";
+  ToolRun r = run("--topo " + dir + "rtx-5090-x2-wrx80-phb.topo.txt," + dir + "rtx-5090-x2-wrx80-phb.p2p-rw.txt");
+  ASSERT_EQ(r.exitCode, 0) << r.out;
+  EXPECT_TRUE(has(r, "P2P no")) << r.out;
+  EXPECT_TRUE(has(r, "8B  NCCL                  not every pair can do P2P"));
+}
+
+TEST(SymmemInfoTopo, BadFileIsAnErrorNamingFileAndLine) {
+  char path[] = "/tmp/symmem-topo-XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  const std::string text = "\tGPU0\tGPU1\nGPU0\t X \tPIX\nGPU1\tPIX\n";
+  ASSERT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  close(fd);
+  ToolRun r = run(std::string("--topo ") + path);
+  unlink(path);
+  EXPECT_EQ(r.exitCode, 1);
+  EXPECT_TRUE(has(r, std::string(path) + ":3")) << r.out;
+  ToolRun missing = run("--topo /nonexistent/topo.txt");
+  EXPECT_EQ(missing.exitCode, 1);
+  EXPECT_TRUE(has(missing, "/nonexistent/topo.txt")) << missing.out;
+}
+
+}  // namespace
+}  // namespace symmem
