@@ -25,41 +25,52 @@ __global__ void checkPatternKernel(char* dst, int writer, int reader, uint32_t n
 
 namespace {
 
+template <typename Kernel>
+cudaError_t launchWith(Kernel kernel, const LaunchShape& shape, const LaunchOptions& options, cudaStream_t stream,
+                       const DeviceView& view, const void* send, void* recv, size_t count) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(shape.blocks));
+  config.blockDim = dim3(static_cast<unsigned>(shape.threads));
+  config.dynamicSmemBytes = 0;
+  config.stream = stream;
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute[0].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = attribute;
+  config.numAttrs = options.programmatic ? 1 : 0;
+  void* args[] = {const_cast<DeviceView*>(&view), &send, &recv, &count};
+  return cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(kernel), args);
+}
+
 template <typename T, int OP>
 cudaError_t launchTyped(bool twoShot, const DeviceView& view, const void* send, void* recv, size_t count,
-                        int maxBlocks, cudaStream_t stream) {
+                        const LaunchOptions& options, cudaStream_t stream) {
   const size_t vectors = twoShot ? vectorCount(chunkElems(count, sizeof(T), view.nRanks) * sizeof(T))
                                  : vectorCount(count * sizeof(T));
-  const LaunchShape shape = launchShape(vectors, maxBlocks);
-  if (twoShot) {
-    device::twoShotAllReduce<T, OP><<<shape.blocks, shape.threads, 0, stream>>>(
-        view, static_cast<const T*>(send), static_cast<T*>(recv), count);
-  } else {
-    device::oneShotAllReduce<T, OP><<<shape.blocks, shape.threads, 0, stream>>>(
-        view, static_cast<const T*>(send), static_cast<T*>(recv), count);
-  }
-  return cudaGetLastError();
+  const LaunchShape shape = launchShape(vectors, options.maxBlocks);
+  if (twoShot) return launchWith(device::twoShotAllReduce<T, OP>, shape, options, stream, view, send, recv, count);
+  return launchWith(device::oneShotAllReduce<T, OP>, shape, options, stream, view, send, recv, count);
 }
 
 template <typename T>
 cudaError_t launchForOp(bool twoShot, const DeviceView& view, const void* send, void* recv, size_t count, ReduceOp op,
-                        int maxBlocks, cudaStream_t stream) {
+                        const LaunchOptions& options, cudaStream_t stream) {
   switch (op) {
-    case ReduceOp::Sum: return launchTyped<T, device::kSum>(twoShot, view, send, recv, count, maxBlocks, stream);
-    case ReduceOp::Prod: return launchTyped<T, device::kProd>(twoShot, view, send, recv, count, maxBlocks, stream);
-    case ReduceOp::Max: return launchTyped<T, device::kMax>(twoShot, view, send, recv, count, maxBlocks, stream);
-    case ReduceOp::Min: return launchTyped<T, device::kMin>(twoShot, view, send, recv, count, maxBlocks, stream);
+    case ReduceOp::Sum: return launchTyped<T, device::kSum>(twoShot, view, send, recv, count, options, stream);
+    case ReduceOp::Prod: return launchTyped<T, device::kProd>(twoShot, view, send, recv, count, options, stream);
+    case ReduceOp::Max: return launchTyped<T, device::kMax>(twoShot, view, send, recv, count, options, stream);
+    case ReduceOp::Min: return launchTyped<T, device::kMin>(twoShot, view, send, recv, count, options, stream);
     default: return cudaErrorInvalidValue;
   }
 }
 
 cudaError_t launchAllReduce(bool twoShot, const DeviceView& view, const void* send, void* recv, size_t count,
-                            DataType dtype, ReduceOp op, int maxBlocks, cudaStream_t stream) {
+                            DataType dtype, ReduceOp op, const LaunchOptions& options, cudaStream_t stream) {
   switch (dtype) {
-    case DataType::Float32: return launchForOp<float>(twoShot, view, send, recv, count, op, maxBlocks, stream);
-    case DataType::Float16: return launchForOp<__half>(twoShot, view, send, recv, count, op, maxBlocks, stream);
+    case DataType::Float32: return launchForOp<float>(twoShot, view, send, recv, count, op, options, stream);
+    case DataType::Float16: return launchForOp<__half>(twoShot, view, send, recv, count, op, options, stream);
     case DataType::Bfloat16:
-      return launchForOp<__nv_bfloat16>(twoShot, view, send, recv, count, op, maxBlocks, stream);
+      return launchForOp<__nv_bfloat16>(twoShot, view, send, recv, count, op, options, stream);
     default: return cudaErrorInvalidValue;
   }
 }
@@ -67,13 +78,13 @@ cudaError_t launchAllReduce(bool twoShot, const DeviceView& view, const void* se
 }  // namespace
 
 cudaError_t launchOneShot(const DeviceView& view, const void* send, void* recv, size_t count, DataType dtype,
-                          ReduceOp op, int maxBlocks, cudaStream_t stream) {
-  return launchAllReduce(false, view, send, recv, count, dtype, op, maxBlocks, stream);
+                          ReduceOp op, const LaunchOptions& options, cudaStream_t stream) {
+  return launchAllReduce(false, view, send, recv, count, dtype, op, options, stream);
 }
 
 cudaError_t launchTwoShot(const DeviceView& view, const void* send, void* recv, size_t count, DataType dtype,
-                          ReduceOp op, int maxBlocks, cudaStream_t stream) {
-  return launchAllReduce(true, view, send, recv, count, dtype, op, maxBlocks, stream);
+                          ReduceOp op, const LaunchOptions& options, cudaStream_t stream) {
+  return launchAllReduce(true, view, send, recv, count, dtype, op, options, stream);
 }
 
 cudaError_t launchArm(char* dst, size_t bytes, cudaStream_t stream) {

@@ -28,7 +28,7 @@
 //
 // ---- Round counters ------------------------------------------------------------------------------
 // Each block reads its own BlockControl entry (device_view.h) once at start and at its end writes its
-// own entry and those of the block indices its launch does not have. Graph replay re-runs the same
+// own entry and those of the block indices its launch does not have (up to the comm's grid cap). Graph replay re-runs the same
 // kernels and they pick up the state on the device, so a captured call replays correctly.
 //
 // ---- Arithmetic -----------------------------------------------------------------------------------
@@ -277,28 +277,43 @@ __device__ __forceinline__ uint4 reduceInRankOrder(const uint4 (&in)[kMaxRanks],
 
 __device__ __forceinline__ uint32_t peerMask(int rank, int n) { return ((1u << n) - 1u) & ~(1u << rank); }
 
-// Block b reads its own entry; see "Round counters" above.
+// Programmatic dependent launch (sm_90+): the next kernel on the stream may be scheduled while this
+// one runs, and waits in griddepcontrol.wait until this one has completed and its memory is visible.
+// So everything a kernel does comes after its wait, exactly as with plain stream order.
+__device__ __forceinline__ void allowNextLaunch() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void waitForPreviousKernel() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+// Block b reads its own entry (every thread, no barrier: the loads go out together with the first
+// input load); see "Round counters" above.
 struct RoundState {
   uint64_t round;
   uint64_t rearmBytes;
   bool aborted;
 };
 
-__device__ __forceinline__ RoundState beginLaunch(const DeviceView& v, BlockControl* ctl) {
-  __shared__ RoundState s;
-  if (threadIdx.x == 0) {
-    s.aborted = *reinterpret_cast<volatile uint32_t*>(&v.control->aborted) != 0;
-    const BlockControl& mine = ctl[blockIdx.x];
-    s.round = mine.round;
-    s.rearmBytes = mine.dirtyBytes[rearmBuffer(mine.round)];
-  }
-  __syncthreads();
+__device__ __forceinline__ RoundState beginLaunch(const DeviceView& v, const BlockControl* ctl) {
+  RoundState s;
+  const BlockControl& mine = ctl[blockIdx.x];
+  s.round = mine.round;
+  const uint64_t d0 = mine.dirtyBytes[0], d1 = mine.dirtyBytes[1], d2 = mine.dirtyBytes[2];
+  const int rb = rearmBuffer(s.round);
+  s.rearmBytes = rb == 0 ? d0 : rb == 1 ? d1 : d2;
+  s.aborted = *reinterpret_cast<volatile const uint32_t*>(&v.control->aborted) != 0;
   return s;
 }
 
-__device__ __forceinline__ void endLaunch(BlockControl* ctl, uint64_t round, uint64_t usedBytes) {
+// Entries b, b + G, ... below gridCap (the largest grid any launch of this comm uses).
+__device__ __forceinline__ void endLaunch(const DeviceView& v, BlockControl* ctl, uint64_t round, uint64_t usedBytes) {
   const int buf = roundBuffer(round), rb = rearmBuffer(round);
-  for (unsigned j = blockIdx.x + threadIdx.x * gridDim.x; j < static_cast<unsigned>(kMaxGrid);
+  for (unsigned j = blockIdx.x + threadIdx.x * gridDim.x; j < static_cast<unsigned>(v.gridCap);
        j += blockDim.x * gridDim.x) {
     ctl[j].dirtyBytes[rb] = 0;
     ctl[j].dirtyBytes[buf] = usedBytes;
@@ -334,23 +349,26 @@ __device__ __forceinline__ void rearmSlots(const DeviceView& v, size_t bufBase, 
 template <typename T, int OP>
 __global__ void __launch_bounds__(kMaxThreads)
     oneShotAllReduce(const __grid_constant__ DeviceView v, const T* send, T* recv, size_t count) {
-  BlockControl* ctl = v.control->oneShot;
-  const RoundState st = beginLaunch(v, ctl);
-  if (st.aborted) return;
-
+  allowNextLaunch();
+  waitForPreviousKernel();
   constexpr int kPer = Elem<T>::kPerVec;
-  const int buf = roundBuffer(st.round);
   const size_t nVec = vectorCount(count * sizeof(T));
   const bool inAligned = (reinterpret_cast<uintptr_t>(send) & 15u) == 0;
   const bool outAligned = (reinterpret_cast<uintptr_t>(recv) & 15u) == 0;
   const size_t first = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  // The first input vector and the round are loaded together (neither depends on the other).
+  const uint4 firstIn = first < nVec ? loadMessageVec<T>(send, first * kPer, count, inAligned) : uint4{};
+  BlockControl* ctl = v.control->oneShot;
+  const RoundState st = beginLaunch(v, ctl);
+  if (st.aborted) return;
+  const int buf = roundBuffer(st.round);
   const size_t slotBytes = v.layout.oneShotSlotBytes;
   const size_t myOffset = oneShotSlotOffset(v.layout, buf, v.rank);
 
   // 1. Push: my input into my slot of round buffer `buf` in every peer's buffer.
   for (size_t i = first; i < nVec; i += stride) {
-    const uint4 x = loadMessageVec<T>(send, i * kPer, count, inAligned);
+    const uint4 x = i == first ? firstIn : loadMessageVec<T>(send, i * kPer, count, inAligned);
 #pragma unroll
     for (int q = 0; q < kMaxRanks; ++q)
       if (q < v.nRanks && q != v.rank) storeRemote(v.peer[q] + myOffset + i * kVecBytes, x);
@@ -367,11 +385,11 @@ __global__ void __launch_bounds__(kMaxThreads)
     uint4 in[kMaxRanks];
     receiveVecs<T>(v, bufBase + i * kVecBytes, slotBytes, peers, in, d);
     if (d.failed) break;
-    const uint4 own = loadMessageVec<T>(send, i * kPer, count, inAligned);
+    const uint4 own = i == first ? firstIn : loadMessageVec<T>(send, i * kPer, count, inAligned);
     storeMessageVec<T>(recv, i * kPer, count, reduceInRankOrder<T, OP>(in, own, v.rank, v.nRanks), outAligned);
   }
 
-  endLaunch(ctl, st.round, paddedBytes(count * sizeof(T)));
+  endLaunch(v, ctl, st.round, paddedBytes(count * sizeof(T)));
 }
 
 // ==================================================================================================
@@ -389,6 +407,8 @@ __global__ void __launch_bounds__(kMaxThreads)
 template <typename T, int OP>
 __global__ void __launch_bounds__(kMaxThreads)
     twoShotAllReduce(const __grid_constant__ DeviceView v, const T* send, T* recv, size_t count) {
+  allowNextLaunch();
+  waitForPreviousKernel();
   BlockControl* ctl = v.control->twoShot;
   const RoundState st = beginLaunch(v, ctl);
   if (st.aborted) return;
@@ -458,7 +478,7 @@ __global__ void __launch_bounds__(kMaxThreads)
                            in[q], outAligned);
   }
 
-  endLaunch(ctl, st.round, paddedBytes(chunk * sizeof(T)));
+  endLaunch(v, ctl, st.round, paddedBytes(chunk * sizeof(T)));
 }
 
 // ---- setup kernels -------------------------------------------------------------------------------

@@ -10,12 +10,17 @@
 
 namespace symmem::kernels {
 
-// The all-reduce kernels. `maxBlocks` caps the grid (launchShape). Unsupported dtype/op:
-// cudaErrorInvalidValue (the caller checks kernelsSupport first).
+struct LaunchOptions {
+  int maxBlocks = kDefaultMaxBlocks;  // grid cap (launchShape); also view.gridCap
+  bool programmatic = true;           // programmatic dependent launch (overlaps the launch with the previous kernel)
+};
+
+// The all-reduce kernels. Unsupported dtype/op: cudaErrorInvalidValue (the caller checks
+// kernelsSupport first).
 cudaError_t launchOneShot(const DeviceView& view, const void* send, void* recv, size_t count, DataType dtype,
-                          ReduceOp op, int maxBlocks, cudaStream_t stream);
+                          ReduceOp op, const LaunchOptions& options, cudaStream_t stream);
 cudaError_t launchTwoShot(const DeviceView& view, const void* send, void* recv, size_t count, DataType dtype,
-                          ReduceOp op, int maxBlocks, cudaStream_t stream);
+                          ReduceOp op, const LaunchOptions& options, cudaStream_t stream);
 
 // Setup helpers: arm `bytes` (a multiple of 4) at `dst` with kArmedWord; write the P2P check
 // pattern from `writer` into `reader`'s check area through the mapping `dst`.

@@ -37,6 +37,7 @@ struct DeviceView {
   DeviceControl* control;         // device memory
   volatile uint32_t* errorWord;   // mapped pinned host memory: [0] DeviceError, [1] rank waited for
   uint64_t timeoutNs;
+  int gridCap;                    // no launch of this comm has more blocks (<= kMaxGrid)
 };
 
 }  // namespace symmem::kernels

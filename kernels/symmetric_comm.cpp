@@ -52,8 +52,8 @@ Status SymmetricCommImpl::allReduce(const void* send, void* recv, size_t count, 
   int current = -1;
   cudaGetDevice(&current);
   if (current != config_.device) cudaSetDevice(config_.device);
-  const cudaError_t err = twoShot ? launchTwoShot(view_, send, recv, count, dtype, op, maxBlocks_, stream)
-                                  : launchOneShot(view_, send, recv, count, dtype, op, maxBlocks_, stream);
+  const cudaError_t err = twoShot ? launchTwoShot(view_, send, recv, count, dtype, op, launch_, stream)
+                                  : launchOneShot(view_, send, recv, count, dtype, op, launch_, stream);
   if (current != config_.device && current >= 0) cudaSetDevice(current);
   if (err != cudaSuccess) {
     SYMMEM_WARN("symmetric all-reduce: kernel launch failed on rank %d: %s", config_.rank, cudaGetErrorString(err));

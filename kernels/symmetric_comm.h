@@ -32,7 +32,10 @@ struct SymmetricConfig {
   size_t twoShotMaxBytes = 0;   // largest message the two-shot kernel must take (0: two-shot off)
   int64_t timeoutMs = 10000;    // bound on every wait for a peer
   bool p2pCheck = true;         // verify each mapping with a pattern at setup
-  int maxBlocks = 0;            // cap on blocks per kernel launch (0: built-in default; at most 128)
+  int maxBlocks = 0;            // cap on blocks per kernel launch (0: built-in default; at most 128 and
+                                // the device's multiprocessor count)
+  bool programmaticLaunch = true;  // launch with programmatic stream serialization (sm_90+): the kernel's
+                                   // launch overlaps the previous kernel; semantics unchanged
 };
 
 enum class Status {

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/allreduce_launch.h"
 #include "kernels/device_view.h"
 #include "kernels/symmetric_comm.h"
 
@@ -28,7 +29,7 @@ class SymmetricCommImpl final : public SymmetricComm {
   void release();
 
   SymmetricConfig config_;
-  int maxBlocks_ = kDefaultMaxBlocks;
+  LaunchOptions launch_;
   DeviceView view_{};
   char* localBuffer_ = nullptr;               // cudaMalloc'd, exported through IPC
   std::vector<char*> ipcOpened_;              // peer buffers opened with cudaIpcOpenMemHandle

@@ -151,7 +151,7 @@ SYMMEM_HD constexpr bool twoShotFits(const SymmetricLayout& l, size_t bytes) {
 inline constexpr int kMaxThreads = 512;
 inline constexpr int kMinThreads = 32;
 inline constexpr int kMaxGrid = 128;           // hard cap on blocks per launch (DeviceControl size)
-inline constexpr int kDefaultMaxBlocks = 32;
+inline constexpr int kDefaultMaxBlocks = 128;
 
 struct LaunchShape {
   int blocks = 1;

@@ -114,7 +114,8 @@ bool allOk(const std::vector<Record>& records, std::string* why) {
 }  // namespace
 
 SymmetricCommImpl::SymmetricCommImpl(const SymmetricConfig& config) : config_(config) {
-  if (config.maxBlocks > 0) maxBlocks_ = std::min(config.maxBlocks, kMaxGrid);
+  launch_.maxBlocks = std::min(config.maxBlocks > 0 ? config.maxBlocks : kDefaultMaxBlocks, kMaxGrid);
+  launch_.programmatic = config.programmaticLaunch;
 }
 
 SymmetricCommImpl::~SymmetricCommImpl() { release(); }
@@ -231,6 +232,12 @@ bool SymmetricCommImpl::setup(const AllGatherFn& allGather, std::string* why) {
     view_.control = control_;
     view_.errorWord = static_cast<volatile uint32_t*>(errorDevice);
     view_.timeoutNs = static_cast<uint64_t>(config_.timeoutMs) * 1000000ull;
+    // Every block of a launch must be resident at once (blocks wait for peers' blocks): at most one
+    // block per multiprocessor.
+    int sms = 0;
+    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, config_.device) == cudaSuccess && sms > 0)
+      launch_.maxBlocks = std::min(launch_.maxBlocks, sms);
+    view_.gridCap = launch_.maxBlocks;
     for (int q = 0; q < n && local.empty(); ++q) {
       const FactsRecord& f = all[q];
       if (q == rank) {

@@ -54,13 +54,14 @@ struct Options {
   int64_t timeoutMs = 10000;
   int timeoutSec = 540;
   bool eager = true;
+  bool pdl = true;
 };
 
 void usage() {
   std::fprintf(stderr,
                "usage: symmem-bench [-b MIN] [-e MAX] [-f FACTOR] [--dtype bf16|fp16|fp32] [--csv PATH]\n"
                "                    [--iters N] [--reps N] [--ngpus N] [--one-shot-max BYTES] [--two-shot-max BYTES]\n"
-               "                    [--max-blocks N] [--no-eager] [--timeout-s S]\n"
+               "                    [--max-blocks N] [--no-pdl] [--no-eager] [--timeout-s S]\n"
                "sizes accept K/M/G suffixes; defaults: -b 8 -e 64M -f 2, bf16 sum, 200 iters, 7 reps\n");
 }
 
@@ -82,6 +83,7 @@ bool parseArgs(int argc, char** argv, Options& o) {
     const char* v = nullptr;
     if (a == "-h" || a == "--help") return false;
     if (a == "--no-eager") { o.eager = false; continue; }
+    if (a == "--no-pdl") { o.pdl = false; continue; }
     if ((v = next()) == nullptr) return false;
     if (a == "-b") o.minBytes = parseSize(v);
     else if (a == "-e") o.maxBytes = parseSize(v);
@@ -223,6 +225,7 @@ int runRank(int rank, int n, const Options& o, Shared* shared) {
   cfg.twoShotMaxBytes = std::min(o.twoShotMax, o.maxBytes);
   cfg.timeoutMs = o.timeoutMs;
   cfg.maxBlocks = o.maxBlocks;
+  cfg.programmaticLaunch = o.pdl;
   std::string why;
   auto ours = SymmetricComm::create(
       cfg,
@@ -254,8 +257,9 @@ int runRank(int rank, int n, const Options& o, Shared* shared) {
     int rt = 0, drv = 0;
     cudaRuntimeGetVersion(&rt);
     cudaDriverGetVersion(&drv);
-    std::printf("# symmem-bench: %d x %s, NCCL %d, CUDA runtime %d, driver %d, %s sum, in place, %d calls x %d reps\n",
-                n, prop.name, ncclVersion, rt, drv, o.dtype.c_str(), o.iters, o.reps);
+    std::printf("# symmem-bench: %d x %s, NCCL %d, CUDA runtime %d, driver %d, %s sum, in place, %d calls x %d reps, "
+                "max blocks %d, programmatic launch %s\n",
+                n, prop.name, ncclVersion, rt, drv, o.dtype.c_str(), o.iters, o.reps, o.maxBlocks, o.pdl ? "on" : "off");
   }
 
   std::vector<uint32_t> host;

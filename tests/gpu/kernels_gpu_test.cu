@@ -156,12 +156,12 @@ struct SweepOptions {
 template <typename T>
 int runCase(SymmetricComm& comm, const RankSetup& s, cudaStream_t stream, char* sendBase, char* recvBase, size_t count,
             int op, Algorithm algo, bool inPlace, size_t offsetElems, uint32_t seed, RankFailures& f,
-            std::vector<T>& host, uint64_t* hash) {
+            char* pinned, uint64_t* hash) {
   T* send = reinterpret_cast<T*>(sendBase) + offsetElems;
   T* recv = inPlace ? send : reinterpret_cast<T*>(recvBase) + offsetElems;
-  host.resize(count);
+  T* host = reinterpret_cast<T*>(pinned);
   for (size_t i = 0; i < count; ++i) host[i] = fromFloat<T>(testValue(op, s.rank, i, seed));
-  CUDA_OK(f, cudaMemcpyAsync(send, host.data(), count * sizeof(T), cudaMemcpyHostToDevice, stream));
+  CUDA_OK(f, cudaMemcpyAsync(send, host, count * sizeof(T), cudaMemcpyHostToDevice, stream));
   if (!inPlace) CUDA_OK(f, cudaMemsetAsync(recv, 0xff, count * sizeof(T), stream));
   const Status st = comm.allReduce(send, recv, count, dtypeOf(static_cast<T*>(nullptr)), static_cast<ReduceOp>(op),
                                    algo, stream);
@@ -171,7 +171,7 @@ int runCase(SymmetricComm& comm, const RankSetup& s, cudaStream_t stream, char* 
     f.fail("%s %s count=%zu: allReduce returned %s", name, opName(op), count, statusName(st));
     return f.count;
   }
-  CUDA_OK(f, cudaMemcpyAsync(host.data(), recv, count * sizeof(T), cudaMemcpyDeviceToHost, stream));
+  CUDA_OK(f, cudaMemcpyAsync(host, recv, count * sizeof(T), cudaMemcpyDeviceToHost, stream));
   CUDA_OK(f, cudaStreamSynchronize(stream));
   int shown = 0;
   for (size_t i = 0; i < count; ++i) {
@@ -196,6 +196,10 @@ int correctnessSweep(const RankSetup& s, const SweepOptions& o, RankFailures& f)
   char *sendBase = nullptr, *recvBase = nullptr;
   CUDA_OK(f, cudaMalloc(&sendBase, bufBytes));
   CUDA_OK(f, cudaMalloc(&recvBase, bufBytes));
+  // Pinned staging: a pageable copy can block this thread on driver staging shared with other
+  // threads of the process, which with several ranks per process is a deadlock until the timeout.
+  char* pinned = nullptr;
+  CUDA_OK(f, cudaMallocHost(&pinned, bufBytes));
   std::string why;
   auto comm = makeComm(s, &why);
   if (!comm) {
@@ -204,9 +208,6 @@ int correctnessSweep(const RankSetup& s, const SweepOptions& o, RankFailures& f)
   }
   uint64_t hash = 1469598103934665603ull;
   uint32_t seed = 1;
-  std::vector<float> hf;
-  std::vector<__half> hh;
-  std::vector<__nv_bfloat16> hb;
   for (int algoIndex = 0; algoIndex < 2; ++algoIndex) {
     const Algorithm algo = algoIndex == 0 ? Algorithm::OneShot : Algorithm::TwoShot;
     const size_t maxBytes = algoIndex == 0 ? s.oneShotMax : s.twoShotMax;
@@ -223,12 +224,12 @@ int correctnessSweep(const RankSetup& s, const SweepOptions& o, RankFailures& f)
               if (offset == 1 && (!odd || (count + 1) * elem > maxBytes)) continue;
               ++seed;
               if (t == 0)
-                runCase<float>(*comm, s, stream, sendBase, recvBase, count, op, algo, inPlace, offset, seed, f, hf, &hash);
+                runCase<float>(*comm, s, stream, sendBase, recvBase, count, op, algo, inPlace, offset, seed, f, pinned, &hash);
               else if (t == 1)
-                runCase<__half>(*comm, s, stream, sendBase, recvBase, count, op, algo, inPlace, offset, seed, f, hh, &hash);
+                runCase<__half>(*comm, s, stream, sendBase, recvBase, count, op, algo, inPlace, offset, seed, f, pinned, &hash);
               else
-                runCase<__nv_bfloat16>(*comm, s, stream, sendBase, recvBase, count, op, algo, inPlace, offset, seed, f, hb,
-                                       &hash);
+                runCase<__nv_bfloat16>(*comm, s, stream, sendBase, recvBase, count, op, algo, inPlace, offset, seed, f,
+                                       pinned, &hash);
               if (f.count > 20) return f.count;
             }
           }
@@ -247,6 +248,7 @@ int correctnessSweep(const RankSetup& s, const SweepOptions& o, RankFailures& f)
   comm.reset();
   cudaFree(sendBase);
   cudaFree(recvBase);
+  cudaFreeHost(pinned);
   cudaStreamDestroy(stream);
   return f.count;
 }
