@@ -166,6 +166,8 @@ bool SymmetricCommImpl::setup(const AllGatherFn& allGather, std::string* why) {
             std::to_string(kMaxRanks) + " ranks)";
   } else if (config_.oneShotMaxBytes == 0 && config_.twoShotMaxBytes == 0) {
     local = "both one-shot and two-shot limits are 0";
+  } else if (config_.oneShotMaxBytes > (size_t{1} << 30) || config_.twoShotMaxBytes > (size_t{1} << 30)) {
+    local = "one-shot/two-shot limits above 1 GiB";
   } else if (config_.timeoutMs <= 0) {
     local = "timeout must be positive";
   } else if (scope.status() != cudaSuccess) {
@@ -209,13 +211,15 @@ bool SymmetricCommImpl::setup(const AllGatherFn& allGather, std::string* why) {
   std::string failure;
   bool ok = allOk(all, &failure);
   if (ok) {
+    // Rank 0's record is the reference, so every rank names the same rank.
+    const FactsRecord& ref = all[0];
     for (size_t r = 0; r < slots && ok; ++r) {
       const FactsRecord& f = all[r];
-      if (f.magic != kSetupMagic || f.version != kSetupVersion || f.rank != static_cast<int>(r) || f.nRanks != n ||
-          f.oneShotMaxBytes != facts.oneShotMaxBytes || f.twoShotMaxBytes != facts.twoShotMaxBytes ||
-          f.bufferBytes != facts.bufferBytes) {
+      if (f.magic != kSetupMagic || f.version != kSetupVersion || f.rank != static_cast<int>(r) ||
+          f.nRanks != ref.nRanks || f.oneShotMaxBytes != ref.oneShotMaxBytes ||
+          f.twoShotMaxBytes != ref.twoShotMaxBytes || f.bufferBytes != ref.bufferBytes) {
         ok = false;
-        failure = "rank " + std::to_string(r) + " disagrees on the setup (rank/size/limits/version)";
+        failure = "rank " + std::to_string(r) + " disagrees with rank 0 on the setup (rank/size/limits/version)";
       }
     }
   }

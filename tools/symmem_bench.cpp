@@ -28,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "kernels/latency_probe.h"
 #include "kernels/symmetric_comm.h"
 
 namespace {
@@ -227,20 +228,18 @@ int runRank(int rank, int n, const Options& o, Shared* shared) {
   cfg.maxBlocks = o.maxBlocks;
   cfg.programmaticLaunch = o.pdl;
   std::string why;
-  auto ours = SymmetricComm::create(
-      cfg,
-      [&](const void* send, void* recv, size_t bytes) {
-        void *dSend = nullptr, *dRecv = nullptr;
-        bool ok = cudaMalloc(&dSend, bytes) == cudaSuccess && cudaMalloc(&dRecv, bytes * n) == cudaSuccess &&
-                  cudaMemcpy(dSend, send, bytes, cudaMemcpyHostToDevice) == cudaSuccess &&
-                  ncclAllGather(dSend, dRecv, bytes, ncclChar, comm, stream) == ncclSuccess &&
-                  cudaStreamSynchronize(stream) == cudaSuccess &&
-                  cudaMemcpy(recv, dRecv, bytes * n, cudaMemcpyDeviceToHost) == cudaSuccess;
-        cudaFree(dSend);
-        cudaFree(dRecv);
-        return ok;
-      },
-      &why);
+  auto allGather = [&](const void* send, void* recv, size_t bytes) {
+    void *dSend = nullptr, *dRecv = nullptr;
+    bool ok = cudaMalloc(&dSend, bytes) == cudaSuccess && cudaMalloc(&dRecv, bytes * n) == cudaSuccess &&
+              cudaMemcpy(dSend, send, bytes, cudaMemcpyHostToDevice) == cudaSuccess &&
+              ncclAllGather(dSend, dRecv, bytes, ncclChar, comm, stream) == ncclSuccess &&
+              cudaStreamSynchronize(stream) == cudaSuccess &&
+              cudaMemcpy(recv, dRecv, bytes * n, cudaMemcpyDeviceToHost) == cudaSuccess;
+    cudaFree(dSend);
+    cudaFree(dRecv);
+    return ok;
+  };
+  auto ours = SymmetricComm::create(cfg, allGather, &why);
   if (!ours && rank == 0) std::fprintf(stderr, "symmetric path unavailable: %s\n", why.c_str());
 
   FILE* csv = nullptr;
@@ -260,6 +259,76 @@ int runRank(int rank, int n, const Options& o, Shared* shared) {
     std::printf("# symmem-bench: %d x %s, NCCL %d, CUDA runtime %d, driver %d, %s sum, in place, %d calls x %d reps, "
                 "max blocks %d, programmatic launch %s\n",
                 n, prop.name, ncclVersion, rt, drv, o.dtype.c_str(), o.iters, o.reps, o.maxBlocks, o.pdl ? "on" : "off");
+  }
+
+  // ---- floor: launch cost of an empty kernel in a graph, one-way peer store latency ----------------
+  {
+    cudaEvent_t start, stop;
+    CUDA_CHECK(cudaEventCreate(&start));
+    CUDA_CHECK(cudaEventCreate(&stop));
+    double emptyUs[2] = {0, 0};
+    for (int programmatic = 0; programmatic < 2; ++programmatic) {
+      cudaGraph_t graph;
+      cudaGraphExec_t exec;
+      CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+      for (int i = 0; i < o.iters; ++i) CUDA_CHECK(symmem::kernels::launchEmptyKernel(programmatic != 0, stream));
+      CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+      CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+      CUDA_CHECK(cudaGraphLaunch(exec, stream));
+      std::vector<double> us;
+      for (int rep = 0; rep < o.reps; ++rep) {
+        CUDA_CHECK(cudaEventRecord(start, stream));
+        CUDA_CHECK(cudaGraphLaunch(exec, stream));
+        CUDA_CHECK(cudaEventRecord(stop, stream));
+        CUDA_CHECK(cudaEventSynchronize(stop));
+        float ms = 0;
+        CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+        us.push_back(ms * 1000.0 / o.iters);
+      }
+      std::sort(us.begin(), us.end());
+      emptyUs[programmatic] = us[us.size() / 2];
+      CUDA_CHECK(cudaGraphExecDestroy(exec));
+      CUDA_CHECK(cudaGraphDestroy(graph));
+    }
+    // Ping-pong between ranks 0 and 1 through CUDA IPC mappings.
+    uint32_t* flag = nullptr;
+    CUDA_CHECK(cudaMalloc(&flag, 4096));
+    CUDA_CHECK(cudaMemset(flag, 0, 4096));
+    cudaIpcMemHandle_t handle;
+    CUDA_CHECK(cudaIpcGetMemHandle(&handle, flag));
+    std::vector<cudaIpcMemHandle_t> handles(n);
+    double oneWayUs = NAN;
+    if (allGather(&handle, handles.data(), sizeof(handle)) && rank < 2) {
+      void* peer = nullptr;
+      CUDA_CHECK(cudaIpcOpenMemHandle(&peer, handles[1 - rank], cudaIpcMemLazyEnablePeerAccess));
+      const int iterations = 20000;
+      barrier.wait();
+      CUDA_CHECK(cudaEventRecord(start, stream));
+      CUDA_CHECK(symmem::kernels::launchPingPong(flag, static_cast<uint32_t*>(peer), iterations, rank == 0, stream));
+      CUDA_CHECK(cudaEventRecord(stop, stream));
+      CUDA_CHECK(cudaEventSynchronize(stop));
+      float ms = 0;
+      CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+      oneWayUs = ms * 1000.0 / (2.0 * iterations);
+      barrier.wait();
+      CUDA_CHECK(cudaIpcCloseMemHandle(peer));
+    } else {
+      barrier.wait();
+      barrier.wait();
+    }
+    cudaFree(flag);
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    if (rank == 0) {
+      std::printf("# floor: empty kernel in a graph %.2f us (programmatic launch) / %.2f us (plain); one-way 16-byte "
+                  "peer store latency %.2f us\n",
+                  emptyUs[1], emptyUs[0], oneWayUs);
+      if (csv != nullptr) {
+        std::fprintf(csv, "0,%s,%d,empty-kernel,graph,%.3f,,,0\n", o.dtype.c_str(), n, emptyUs[0]);
+        std::fprintf(csv, "0,%s,%d,empty-kernel-programmatic,graph,%.3f,,,0\n", o.dtype.c_str(), n, emptyUs[1]);
+        std::fprintf(csv, "16,%s,%d,peer-store-one-way,kernel,%.3f,,,0\n", o.dtype.c_str(), n, oneWayUs);
+      }
+    }
   }
 
   std::vector<uint32_t> host;
