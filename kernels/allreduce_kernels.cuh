@@ -299,11 +299,11 @@ struct RoundState {
   bool aborted;
 };
 
-__device__ __forceinline__ RoundState beginLaunch(const DeviceView& v, const PhaseControl* ctl) {
+__device__ __forceinline__ RoundState beginLaunch(const DeviceView& v, const BlockControl* ctl) {
   RoundState s;
-  const unsigned b = blockIdx.x;
-  s.round = ctl->round[b];
-  const uint32_t d0 = ctl->dirtyBytes[0][b], d1 = ctl->dirtyBytes[1][b], d2 = ctl->dirtyBytes[2][b];
+  const BlockControl& mine = ctl[blockIdx.x];
+  s.round = mine.round;
+  const uint64_t d0 = mine.dirtyBytes[0], d1 = mine.dirtyBytes[1], d2 = mine.dirtyBytes[2];
   const int rb = rearmBuffer(s.round);
   s.rearmBytes = rb == 0 ? d0 : rb == 1 ? d1 : d2;
   s.aborted = *reinterpret_cast<volatile const uint32_t*>(&v.control->aborted) != 0;
@@ -311,13 +311,13 @@ __device__ __forceinline__ RoundState beginLaunch(const DeviceView& v, const Pha
 }
 
 // Entries b, b + G, ... below gridCap (the largest grid any launch of this comm uses).
-__device__ __forceinline__ void endLaunch(const DeviceView& v, PhaseControl* ctl, uint64_t round, uint64_t usedBytes) {
+__device__ __forceinline__ void endLaunch(const DeviceView& v, BlockControl* ctl, uint64_t round, uint64_t usedBytes) {
   const int buf = roundBuffer(round), rb = rearmBuffer(round);
   for (unsigned j = blockIdx.x + threadIdx.x * gridDim.x; j < static_cast<unsigned>(v.gridCap);
        j += blockDim.x * gridDim.x) {
-    ctl->dirtyBytes[rb][j] = 0;
-    ctl->dirtyBytes[buf][j] = static_cast<uint32_t>(usedBytes);
-    ctl->round[j] = round + 1;
+    ctl[j].dirtyBytes[rb] = 0;
+    ctl[j].dirtyBytes[buf] = usedBytes;
+    ctl[j].round = round + 1;
   }
 }
 
@@ -359,7 +359,7 @@ __global__ void __launch_bounds__(kMaxThreads)
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   // The first input vector and the round are loaded together (neither depends on the other).
   const uint4 firstIn = first < nVec ? loadMessageVec<T>(send, first * kPer, count, inAligned) : uint4{};
-  PhaseControl* ctl = &v.control->oneShot;
+  BlockControl* ctl = v.control->oneShot;
   const RoundState st = beginLaunch(v, ctl);
   if (st.aborted) return;
   const int buf = roundBuffer(st.round);
@@ -409,7 +409,7 @@ __global__ void __launch_bounds__(kMaxThreads)
     twoShotAllReduce(const __grid_constant__ DeviceView v, const T* send, T* recv, size_t count) {
   allowNextLaunch();
   waitForPreviousKernel();
-  PhaseControl* ctl = &v.control->twoShot;
+  BlockControl* ctl = v.control->twoShot;
   const RoundState st = beginLaunch(v, ctl);
   if (st.aborted) return;
 
