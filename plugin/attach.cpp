@@ -377,6 +377,12 @@ std::vector<std::vector<void*>> slotCandidates(std::span<const Rebinding> rebind
 std::vector<void*> resolveTargets(std::span<const Rebinding> rebindings, const AttachOptions& options,
                                   const std::vector<WrittenSlot>& written, AttachReport& report) {
   std::vector<void*> targets(rebindings.size(), nullptr);
+  bool allGiven = true;
+  for (size_t i = 0; i < rebindings.size(); ++i) {
+    if (rebindings[i].real && acceptableTarget(rebindings[i].real, rebindings)) targets[i] = rebindings[i].real;
+    else allGiven = false;
+  }
+  if (allGiven) return targets;
   if (!options.definingLibrary.empty()) {
     void* library = dlopen(options.definingLibrary.c_str(), RTLD_LAZY | RTLD_NOLOAD);
     if (!library) {
@@ -384,6 +390,7 @@ std::vector<void*> resolveTargets(std::span<const Rebinding> rebindings, const A
       return targets;
     }
     for (size_t i = 0; i < rebindings.size(); ++i) {
+      if (targets[i]) continue;
       void* real = dlsym(library, rebindings[i].symbol);
       if (acceptableTarget(real, rebindings)) targets[i] = real;
       else report.notCovered.push_back(std::string(rebindings[i].symbol) + ": no usable definition in " +
@@ -394,6 +401,7 @@ std::vector<void*> resolveTargets(std::span<const Rebinding> rebindings, const A
   }
   std::vector<std::vector<void*>> candidates;
   for (size_t i = 0; i < rebindings.size(); ++i) {
+    if (targets[i]) continue;
     void* global = dlsym(RTLD_DEFAULT, rebindings[i].symbol);
     if (acceptableTarget(global, rebindings)) {
       targets[i] = global;

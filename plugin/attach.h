@@ -24,6 +24,10 @@ struct Rebinding {
   // replacement or to anything inside an object that holds one (that would recurse forever); a value
   // already there is kept. May be null when the caller does not forward.
   void** original;
+  // The real function, when the caller already knows it (NCCL's pncclX alias, for instance): then no
+  // lookup by name is made. Lookups by name can land on the wrong definition when several objects
+  // define the symbol (the plugin itself defines ncclAllReduce). Null: looked up as described below.
+  void* real = nullptr;
 };
 
 struct AttachOptions {

@@ -13,8 +13,10 @@ void resolve(void* handle, const char* name, Fn& out) {
   // pncclX is NCCL's strong alias for exactly this purpose; ncclX on the same handle would be the
   // same function, but through the handle it can never be our own wrapper.
   const std::string p = std::string("p") + name;
+  // Only the pncclX aliases: the plugin defines ncclX itself, and a lookup by that name could
+  // come back to the plugin. pncclX exists in libnccl alone.
   void* sym = handle ? dlsym(handle, p.c_str()) : nullptr;
-  if (!sym && handle) sym = dlsym(handle, name);
+  if (!sym) sym = dlsym(RTLD_DEFAULT, p.c_str());
   out = reinterpret_cast<Fn>(sym);
 }
 

@@ -5,7 +5,7 @@
 #include <dlfcn.h>
 #include <nccl.h>
 
-#include <array>
+#include <vector>
 #include <atomic>
 #include <mutex>
 
@@ -58,15 +58,20 @@ void attachOnce() {
     SYMMEM_WARN("attach skipped: the NCCL functions to forward to could not be found");
     return;
   }
-  const std::array<symmem::Rebinding, 7> rebindings = {{
-      {"ncclAllReduce", reinterpret_cast<void*>(&ncclAllReduce), nullptr},
-      {"ncclCommDestroy", reinterpret_cast<void*>(&ncclCommDestroy), nullptr},
-      {"ncclCommFinalize", reinterpret_cast<void*>(&ncclCommFinalize), nullptr},
-      {"ncclCommAbort", reinterpret_cast<void*>(&ncclCommAbort), nullptr},
-      {"ncclCommRevoke", reinterpret_cast<void*>(&ncclCommRevoke), nullptr},
-      {"ncclGroupStart", reinterpret_cast<void*>(&ncclGroupStart), nullptr},
-      {"ncclGroupEnd", reinterpret_cast<void*>(&ncclGroupEnd), nullptr},
-  }};
+  // The real targets are NCCL's pncclX aliases, already resolved: the slots' forward target is
+  // never looked up by the ncclX name, which this object defines too.
+  const symmem::RealNccl& real = symmem::realNccl();
+  auto fn = [](auto f) { return reinterpret_cast<void*>(f); };
+  std::vector<symmem::Rebinding> rebindings = {
+      {"ncclAllReduce", fn(&ncclAllReduce), nullptr, fn(real.allReduce)},
+      {"ncclCommDestroy", fn(&ncclCommDestroy), nullptr, fn(real.commDestroy)},
+      {"ncclCommAbort", fn(&ncclCommAbort), nullptr, fn(real.commAbort)},
+      {"ncclGroupStart", fn(&ncclGroupStart), nullptr, fn(real.groupStart)},
+      {"ncclGroupEnd", fn(&ncclGroupEnd), nullptr, fn(real.groupEnd)},
+  };
+  // Entry points this NCCL may not have (Finalize 2.18+, Revoke 2.28+).
+  if (real.commFinalize) rebindings.push_back({"ncclCommFinalize", fn(&ncclCommFinalize), nullptr, fn(real.commFinalize)});
+  if (real.commRevoke) rebindings.push_back({"ncclCommRevoke", fn(&ncclCommRevoke), nullptr, fn(real.commRevoke)});
   symmem::AttachOptions options;
   options.definingLibrary = "libnccl.so.2";
   symmem::attachRebindings(rebindings, options);

@@ -34,7 +34,8 @@ void usePluginOnly(int rank) {
   setenv("NCCL_TUNER_PLUGIN", SYMMEM_PLUGIN_PATH, 1);
   setenv("NCCL_DEBUG", "INFO", 1);
   setenv("NCCL_DEBUG_SUBSYS", "INIT,COLL", 1);
-  setenv("NCCL_DEBUG_FILE", debugFile(rank).c_str(), 1);
+  // NCCL writes its log to stdout: send this rank's stdout to a file the test reads back.
+  if (!freopen(debugFile(rank).c_str(), "w", stdout)) perror("freopen");
   setenv("NCCL_NVLS_ENABLE", "0", 1);
 }
 
@@ -152,6 +153,7 @@ TEST(InterposerGpu, ManyCommunicatorsNoLeakSplitAbortAndGraphs) {
     NCCL_OK(f, ncclCommAbort(parent));
     cudaStreamDestroy(stream);
 
+    fflush(stdout);
     const std::string log = readFile(debugFile(rank));
     if (log.find("symmem: comm") == std::string::npos || log.find("symmetric path on") == std::string::npos)
       f.fail("NCCL_DEBUG=INFO does not show the symmetric path being set up:\n%s", log.substr(0, 2000).c_str());
