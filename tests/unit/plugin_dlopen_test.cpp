@@ -287,5 +287,32 @@ TEST(PluginExports, OnlyTheAllowedDynamicSymbols) {
     EXPECT_NE(std::find(names.begin(), names.end(), a), names.end()) << "missing export: " << a;
 }
 
+// The entry points' addresses the plugin hands to attach must be its own, even when a libnccl loaded
+// globally before it defines the same names: no dynamic relocation of the plugin may refer to them.
+TEST(PluginExports, OwnEntryPointsBindLocally) {
+  const std::string cmd = std::string("readelf -rW '") + SYMMEM_PLUGIN_PATH + "' 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char line[1024];
+  while (fgets(line, sizeof(line), p)) out += line;
+  ASSERT_EQ(pclose(p), 0);
+  for (const char* name : {"ncclAllReduce", "ncclCommDestroy", "ncclCommAbort", "ncclCommFinalize", "ncclGroupStart",
+                           "ncclGroupEnd", "ncclCommRevoke"}) {
+    std::string needle = std::string(" ") + name + " ";
+    std::string needle2 = std::string(" ") + name + " +";
+    EXPECT_EQ(out.find(std::string(" ") + name + "\n"), std::string::npos);
+    size_t pos = 0;
+    bool found = false;
+    while ((pos = out.find(name, pos)) != std::string::npos) {
+      const char after = out[pos + std::strlen(name)];
+      const char before = pos ? out[pos - 1] : ' ';
+      if ((after == ' ' || after == '\n' || after == '@') && before == ' ') found = true;
+      pos += std::strlen(name);
+    }
+    EXPECT_FALSE(found) << name << " is bound through a dynamic relocation:\n" << out;
+  }
+}
+
 }  // namespace
 }  // namespace symmem
