@@ -26,14 +26,16 @@ struct BuiltInRow {
 };
 
 // ---- NVLink ----------------------------------------------------------------------------------------
-// 2x H200 NVLink (docs/ANCHORS, this project's GPU machine): a one-shot push prototype beat stock
-// NCCL at every size up to 1 MiB (5.37 vs 8.32 us at 256 KiB, 9.83 vs 13.42 us at 1 MiB), and NCCL's
-// own two-shot symmetric kernel beat stock NCCL at 4 MiB (27.3 vs 31.8 us). One-shot traffic per rank
-// grows with n-1 peers, so the limits for more ranks are scaled down from the 2-rank measurement
-// (derived, not measured: symmem-tune replaces them per machine). Beyond 8 ranks one-shot is off.
-constexpr PerWorldSize kNvlOneShot{256 * KiB, 128 * KiB, 128 * KiB, 64 * KiB, 64 * KiB, 64 * KiB, 64 * KiB, 0};
-constexpr PerWorldSize kNvlTwoShot{4 * MiB, 2 * MiB, 2 * MiB, 1 * MiB, 1 * MiB, 1 * MiB, 1 * MiB, 256 * KiB};
-constexpr const char* kNvlSource = "2x H200 NVLink measurements (docs/ANCHORS); >2 ranks scaled by peer count";
+// 2x H200 NVLink, measured side by side by symmem-bench (docs/kernels.md, bf16 sum, CUDA graph): the
+// one-shot kernel beats stock NCCL and NCCL's symmetric windows at every size up to 1 MiB (6.20 vs
+// 13.64 us at 1 MiB) and beats the two-shot kernel there (8.47 us); two-shot beats NCCL at 2 MiB (9.92
+// vs 26.52 us) and 8 MiB (36.87 vs 44.79 us) and loses from 16 MiB. nccl-tests through the plugin
+// confirmed the same machine (docs/validation.md). One-shot traffic per rank grows with n-1 peers, so
+// the limits for more ranks are scaled down from the 2-rank measurement (derived, not measured).
+// Beyond 8 ranks one-shot is off.
+constexpr PerWorldSize kNvlOneShot{1 * MiB, 512 * KiB, 512 * KiB, 256 * KiB, 256 * KiB, 256 * KiB, 256 * KiB, 0};
+constexpr PerWorldSize kNvlTwoShot{8 * MiB, 4 * MiB, 4 * MiB, 2 * MiB, 2 * MiB, 2 * MiB, 2 * MiB, 1 * MiB};
+constexpr const char* kNvlSource = "2x H200 NVLink, symmem-bench (docs/kernels.md); >2 ranks scaled by peer count";
 
 // ---- PCIe Gen5 (capability 9.0 and up on PCIe boards; 12.0 RTX PRO 6000 is the first target) -------
 // 8x RTX PRO 6000, PCIe switches, dual socket (rtx6kpro pcie-bandwidth notes, docs/ANCHORS): a one-shot

@@ -73,7 +73,8 @@ TEST(DecisionTable, RtxPro6000Seeds) {
   EXPECT_EQ(sw2->twoShotMaxBytes, 1 * MiB);
   const Thresholds* nvl2 = t.thresholdsFor({9, 0}, LinkClass::NvLink, 2).entry;
   ASSERT_NE(nvl2, nullptr);
-  EXPECT_EQ(nvl2->oneShotMaxBytes, 256 * KiB);
+  EXPECT_EQ(nvl2->oneShotMaxBytes, 1 * MiB);
+  EXPECT_EQ(nvl2->twoShotMaxBytes, 8 * MiB);
 }
 
 // The whole built-in table, as a table file, must equal the reviewed golden copy: any change to a

@@ -52,9 +52,10 @@ TEST(SymmemInfo, Capability120Pcie) {
 TEST(SymmemInfo, Capability90NvLink) {
   ToolRun r = run("--cc 9.0 --link nvlink --ranks 2");
   ASSERT_EQ(r.exitCode, 0) << r.out;
-  EXPECT_TRUE(has(r, "    256KiB  symmetric one-shot")) << r.out;
-  EXPECT_TRUE(has(r, "    512KiB  symmetric two-shot"));
-  EXPECT_TRUE(has(r, "      8MiB  NCCL "));
+  EXPECT_TRUE(has(r, "      1MiB  symmetric one-shot")) << r.out;
+  EXPECT_TRUE(has(r, "      2MiB  symmetric two-shot"));
+  EXPECT_TRUE(has(r, "      8MiB  symmetric two-shot"));
+  EXPECT_TRUE(has(r, "     16MiB  NCCL "));
 }
 
 TEST(SymmemInfo, UnlistedCapabilityWorksAndWarnsOnce) {
