@@ -18,6 +18,8 @@
 #include <vector>
 
 #include "plugin/tuner_abi.h"
+#include "tests/unit/nccl_cost_table.h"
+#include "tests/unit/temp_file.h"
 
 namespace symmem {
 namespace {
@@ -27,30 +29,10 @@ constexpr int kAllReduce = 4;
 const std::string kTopo =
     std::string(SYMMEM_TEST_DATA_DIR) + "/topologies/rtx-pro-6000-server-x8-asus-esc8000a-e13p-broadcom.topo.txt";
 
-struct Table {
-  float cells[7][3];
-  Table() {
-    for (auto& row : cells)
-      for (float& c : row) c = kIgnore;
-    cells[0][0] = 12.0f;  // tree/ll
-    cells[0][2] = 30.0f;  // tree/simple
-    cells[1][0] = 10.0f;  // ring/ll
-    cells[1][2] = 25.0f;  // ring/simple
-  }
-  float** raw() { return reinterpret_cast<float**>(&cells[0][0]); }
-  std::pair<int, int> choice() const {
-    int ba = -1, bp = -1;
-    for (int a = 0; a < 7; ++a)
-      for (int p = 0; p < 3; ++p)
-        if (cells[a][p] >= 0 && (ba < 0 || cells[a][p] < cells[ba][bp])) ba = a, bp = p;
-    return {ba, bp};
-  }
-  int ignored() const {
-    int n = 0;
-    for (auto& row : cells)
-      for (float c : row) n += c < 0;
-    return n;
-  }
+// NCCL's table and choice rule; choice()/ignored() read as the checks below use them.
+struct Table : testing::NcclCostTable {
+  std::pair<int, int> choice() const { return ncclChoice(); }
+  int ignored() const { return ignoredCount(); }
 };
 
 // Failures found in the child, written to a pipe for the parent to report.
@@ -182,17 +164,13 @@ TEST(PluginDlopen, InitLogsOneTuningInfoLine) {
 
 // With known facts and a table file carrying a band, the tuner steers NCCL, within NCCL's rules.
 TEST(PluginDlopen, AppliesTableBandsWithinNcclsRules) {
-  char path[] = "/tmp/symmem-band-XXXXXX";
-  int fd = mkstemp(path);
-  ASSERT_GE(fd, 0);
-  const std::string text =
+  testing::TempFile table(
       "symmem-table 1\n"
       "entry cc=12.0 link=pcie-sys ranks=8 oneshot=32KiB twoshot=0\n"
-      "band cc=12.0 link=pcie-sys ranks=8 coll=allreduce upto=4MiB algo=tree proto=simple channels=6\n";
-  ASSERT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
-  close(fd);
+      "band cc=12.0 link=pcie-sys ranks=8 coll=allreduce upto=4MiB algo=tree proto=simple channels=6\n");
+  ASSERT_TRUE(table.ok());
   std::string problems = runInChild(
-      {{"SYMMEM_TABLE", path}, {"SYMMEM_TOPO_FILE", kTopo}, {"SYMMEM_CC", "12.0"}}, [](void* handle) {
+      {{"SYMMEM_TABLE", table.path()}, {"SYMMEM_TOPO_FILE", kTopo}, {"SYMMEM_CC", "12.0"}}, [](void* handle) {
         const auto* v5 = symbol<abi::TunerV5>(handle, "ncclTunerPlugin_v5");
         void* ctx = nullptr;
         v5->init(&ctx, 42, 8, 1, captureLog, nullptr, nullptr);
@@ -239,19 +217,14 @@ TEST(PluginDlopen, AppliesTableBandsWithinNcclsRules) {
         CHILD_CHECK(algo == 0 && proto == 2 && ch5 == 6, "v2 receives tree/simple/6");
         v2->destroy(c2);
       });
-  unlink(path);
   EXPECT_EQ(problems, "");
 }
 
 TEST(PluginDlopen, BadTableFileFallsBackToBuiltInAndSaysWhere) {
-  char path[] = "/tmp/symmem-bad-XXXXXX";
-  int fd = mkstemp(path);
-  ASSERT_GE(fd, 0);
-  const std::string text = "symmem-table 1\nentry cc=12.0 link=warp ranks=8 oneshot=1K twoshot=0\n";
-  ASSERT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
-  close(fd);
-  const std::string file = path;
-  std::string problems = runInChild({{"SYMMEM_TABLE", path}, {"SYMMEM_TOPO_FILE", kTopo}, {"SYMMEM_CC", "12.0"}},
+  testing::TempFile table("symmem-table 1\nentry cc=12.0 link=warp ranks=8 oneshot=1K twoshot=0\n");
+  ASSERT_TRUE(table.ok());
+  const std::string file = table.path();
+  std::string problems = runInChild({{"SYMMEM_TABLE", file}, {"SYMMEM_TOPO_FILE", kTopo}, {"SYMMEM_CC", "12.0"}},
                                     [file](void* handle) {
                                       checkEveryVersionLeavesTableAlone(handle);
                                       bool warned = false;
@@ -260,7 +233,6 @@ TEST(PluginDlopen, BadTableFileFallsBackToBuiltInAndSaysWhere) {
                                                   l.find("built-in") != std::string::npos;
                                       CHILD_CHECK(warned, "WARN names the file and line");
                                     });
-  unlink(path);
   EXPECT_EQ(problems, "");
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "plugin/settings.h"
+#include "tests/unit/temp_file.h"
 
 namespace symmem {
 namespace {
@@ -100,15 +101,12 @@ TEST(SymmemInfo, BadArgumentsExitWithUsage) {
 }
 
 TEST(SymmemInfo, DumpTableRoundTripsThroughSymmemTable) {
-  char path[] = "/tmp/symmem-dump-XXXXXX";
-  int fd = mkstemp(path);
-  ASSERT_GE(fd, 0);
-  close(fd);
-  ToolRun dump = run("--dump-table > " + std::string(path));
+  testing::TempFile dumped("");
+  ASSERT_TRUE(dumped.ok());
+  ToolRun dump = run("--dump-table > " + dumped.path());
   ASSERT_EQ(dump.exitCode, 0);
-  ToolRun again = run("--dump-table", "SYMMEM_TABLE=" + std::string(path));
+  ToolRun again = run("--dump-table", "SYMMEM_TABLE=" + dumped.path());
   ToolRun plain = run("--dump-table");
-  unlink(path);
   EXPECT_EQ(again.out.substr(again.out.find("symmem-table")), plain.out);
 }
 
@@ -156,16 +154,11 @@ TEST(SymmemInfoTopo, P2pMatrixTurnsThePathOff) {
 }
 
 TEST(SymmemInfoTopo, BadFileIsAnErrorNamingFileAndLine) {
-  char path[] = "/tmp/symmem-topo-XXXXXX";
-  int fd = mkstemp(path);
-  ASSERT_GE(fd, 0);
-  const std::string text = "\tGPU0\tGPU1\nGPU0\t X \tPIX\nGPU1\tPIX\n";
-  ASSERT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
-  close(fd);
-  ToolRun r = run(std::string("--topo ") + path);
-  unlink(path);
+  testing::TempFile topo("\tGPU0\tGPU1\nGPU0\t X \tPIX\nGPU1\tPIX\n");
+  ASSERT_TRUE(topo.ok());
+  ToolRun r = run("--topo " + topo.path());
   EXPECT_EQ(r.exitCode, 1);
-  EXPECT_TRUE(has(r, std::string(path) + ":3")) << r.out;
+  EXPECT_TRUE(has(r, topo.path() + ":3")) << r.out;
   ToolRun missing = run("--topo /nonexistent/topo.txt");
   EXPECT_EQ(missing.exitCode, 1);
   EXPECT_TRUE(has(missing, "/nonexistent/topo.txt")) << missing.out;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "plugin/table_file.h"
+#include "tests/unit/temp_file.h"
 
 namespace symmem {
 namespace {
@@ -109,14 +110,9 @@ TEST(TableFile, MissingFile) {
 }
 
 TEST(TableFile, ReadsFromDisk) {
-  char path[] = "/tmp/symmem-table-XXXXXX";
-  int fd = mkstemp(path);
-  ASSERT_GE(fd, 0);
-  const std::string text = "symmem-table 1\nentry cc=9.0 link=nvlink ranks=2 oneshot=512KiB twoshot=8MiB\n";
-  ASSERT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
-  close(fd);
-  TableFileResult r = readTableFile(path);
-  unlink(path);
+  testing::TempFile file("symmem-table 1\nentry cc=9.0 link=nvlink ranks=2 oneshot=512KiB twoshot=8MiB\n");
+  ASSERT_TRUE(file.ok());
+  TableFileResult r = readTableFile(file.path());
   ASSERT_TRUE(r.ok()) << r.error;
   ASSERT_EQ(r.entries.size(), 1u);
   EXPECT_EQ(r.entries[0].twoShotMaxBytes, 8 * MiB);

@@ -1,40 +1,13 @@
 #include <gtest/gtest.h>
 
 #include "plugin/tuner.h"
+#include "tests/unit/nccl_cost_table.h"
 
 namespace symmem {
 namespace {
 
 constexpr float kIgnore = -1.0f;
-
-// A cost table the way NCCL 2.28 hands it over on a PCIe-only node: float[7][3], everything IGNORE
-// except TREE/RING x LL/SIMPLE (LL128 is off without NVLink).
-struct CostTable {
-  float cells[kNcclNumAlgos][kNcclNumProtos];
-  CostTable() {
-    for (auto& row : cells)
-      for (float& c : row) c = kIgnore;
-    cells[0][0] = 12.0f;  // tree/ll
-    cells[0][2] = 30.0f;  // tree/simple
-    cells[1][0] = 10.0f;  // ring/ll
-    cells[1][2] = 25.0f;  // ring/simple
-  }
-  float** raw() { return reinterpret_cast<float**>(&cells[0][0]); }
-  // NCCL's rule: the smallest entry >= 0, ties to the lower algorithm, then protocol.
-  std::pair<int, int> ncclChoice() const {
-    int ba = -1, bp = -1;
-    for (int a = 0; a < kNcclNumAlgos; ++a)
-      for (int p = 0; p < kNcclNumProtos; ++p)
-        if (cells[a][p] >= 0 && (ba < 0 || cells[a][p] < cells[ba][bp])) ba = a, bp = p;
-    return {ba, bp};
-  }
-  int ignoredCount() const {
-    int n = 0;
-    for (auto& row : cells)
-      for (float c : row) n += c < 0;
-    return n;
-  }
-};
+using CostTable = testing::NcclCostTable;
 
 Decision tuned(NcclAlgo a, NcclProto p, int ch) { return Decision{Path::NcclTuned, a, p, ch, Reason::TableBand}; }
 

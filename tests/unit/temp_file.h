@@ -1,0 +1,35 @@
+#pragma once
+// A file with given contents under /tmp for the length of a test; removed on destruction.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
+namespace symmem::testing {
+
+class TempFile {
+ public:
+  explicit TempFile(const std::string& contents, const char* stem = "symmem-test") {
+    std::string pattern = std::string("/tmp/") + stem + "-XXXXXX";
+    int fd = mkstemp(pattern.data());
+    if (fd >= 0) {
+      ok_ = write(fd, contents.data(), contents.size()) == static_cast<ssize_t>(contents.size());
+      close(fd);
+      path_ = pattern;
+    }
+  }
+  ~TempFile() {
+    if (!path_.empty()) unlink(path_.c_str());
+  }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+
+  bool ok() const { return ok_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  bool ok_ = false;
+};
+
+}  // namespace symmem::testing
