@@ -10,26 +10,23 @@
 #include <cuda_runtime_api.h>
 #include <glob.h>
 #include <nccl.h>
-#include <signal.h>
-#include <sys/mman.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "kernels/latency_probe.h"
 #include "kernels/symmetric_comm.h"
+#include "tools/bench_data.h"
+#include "tools/bench_ranks.h"
+#include "tools/bench_timing.h"
 
 namespace {
 
@@ -38,7 +35,7 @@ using symmem::ReduceOp;
 using symmem::kernels::Algorithm;
 using symmem::kernels::SymmetricComm;
 using symmem::kernels::SymmetricConfig;
-using Clock = std::chrono::steady_clock;
+namespace bench = symmem::bench;
 
 struct Options {
   size_t minBytes = 8;
@@ -104,42 +101,6 @@ bool parseArgs(int argc, char** argv, Options& o) {
          (o.dtype == "bf16" || o.dtype == "fp16" || o.dtype == "fp32");
 }
 
-// ---- shared state between the forked ranks ----------------------------------------------------------
-struct Shared {
-  std::atomic<int> idReady;
-  ncclUniqueId id;
-  std::atomic<uint64_t> arrived[64];
-};
-
-class Barrier {
- public:
-  Barrier(Shared* s, int rank, int n) : s_(s), rank_(rank), n_(n) {}
-  bool wait(int timeoutMs = 120000) {
-    const uint64_t k = ++count_;
-    s_->arrived[rank_].store(k, std::memory_order_release);
-    const auto deadline = Clock::now() + std::chrono::milliseconds(timeoutMs);
-    for (int q = 0; q < n_; ++q)
-      while (s_->arrived[q].load(std::memory_order_acquire) < k) {
-        if (Clock::now() > deadline) return false;
-        std::this_thread::yield();
-      }
-    return true;
-  }
-
- private:
-  Shared* s_;
-  int rank_, n_;
-  uint64_t count_ = 0;
-};
-
-#define CUDA_CHECK(call)                                                                          \
-  do {                                                                                            \
-    const cudaError_t e_ = (call);                                                                \
-    if (e_ != cudaSuccess) {                                                                      \
-      std::fprintf(stderr, "[rank %d] %s:%d %s: %s\n", rank, __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      std::exit(2);                                                                               \
-    }                                                                                             \
-  } while (0)
 #define NCCL_CHECK(call)                                                                          \
   do {                                                                                            \
     const ncclResult_t r_ = (call);                                                               \
@@ -148,30 +109,6 @@ class Barrier {
       std::exit(3);                                                                               \
     }                                                                                             \
   } while (0)
-
-// ---- element helpers ---------------------------------------------------------------------------------
-uint16_t toHalfBits(float x, bool bf16) {
-  uint32_t f;
-  std::memcpy(&f, &x, 4);
-  if (bf16) return static_cast<uint16_t>((f + 0x7fffu + ((f >> 16) & 1u)) >> 16);
-  // fp16 for the small integers used here (exact): sign, rebias exponent, top mantissa bits.
-  if (x == 0.0f) return static_cast<uint16_t>((f >> 16) & 0x8000u);
-  const uint32_t sign = (f >> 16) & 0x8000u;
-  const int exp = static_cast<int>((f >> 23) & 0xffu) - 127 + 15;
-  return static_cast<uint16_t>(sign | (static_cast<uint32_t>(exp) << 10) | ((f >> 13) & 0x3ffu));
-}
-
-// Bits of `value` in the benchmark's dtype (elemBytes 2: bf16 or fp16; 4: fp32).
-uint32_t encode(float value, size_t elemBytes, bool bf16) {
-  if (elemBytes == 4) {
-    uint32_t b;
-    std::memcpy(&b, &value, 4);
-    return b;
-  }
-  return toHalfBits(value, bf16);
-}
-
-float inputValue(int rank, size_t i) { return static_cast<float>(static_cast<int>((i * 7 + rank * 3) % 17) - 8); }
 
 struct Path {
   const char* name;
@@ -184,29 +121,20 @@ struct Result {
   long long wrong = -1;
 };
 
-int runRank(int rank, int n, const Options& o, Shared* shared) {
+int runRank(int rank, int n, const Options& o, bench::RankRendezvous* shared) {
   CUDA_CHECK(cudaSetDevice(rank));
-  if (rank == 0) {
-    NCCL_CHECK(ncclGetUniqueId(&shared->id));
-    shared->idReady.store(1, std::memory_order_release);
-  } else {
-    const auto deadline = Clock::now() + std::chrono::seconds(60);
-    while (!shared->idReady.load(std::memory_order_acquire)) {
-      if (Clock::now() > deadline) {
-        std::fprintf(stderr, "[rank %d] no ncclUniqueId from rank 0\n", rank);
-        return 4;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-  }
+  ncclUniqueId id;
+  if (!bench::exchangeUniqueId(*shared, rank, [&](ncclUniqueId* made) { NCCL_CHECK(ncclGetUniqueId(made)); }, &id))
+    return 4;
   ncclComm_t comm;
-  NCCL_CHECK(ncclCommInitRank(&comm, n, shared->id, rank));
-  Barrier barrier(shared, rank, n);
+  NCCL_CHECK(ncclCommInitRank(&comm, n, id, rank));
+  bench::RankBarrier barrier(shared, rank, n);
   cudaStream_t stream;
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
 
   const bool bf16 = o.dtype == "bf16";
   const size_t elem = o.dtype == "fp32" ? 4 : 2;
+  const bench::ElementFormat format{elem, bf16};
   const ncclDataType_t ncclType = o.dtype == "fp32" ? ncclFloat32 : bf16 ? ncclBfloat16 : ncclFloat16;
   const DataType ourType = o.dtype == "fp32" ? DataType::Float32 : bf16 ? DataType::Bfloat16 : DataType::Float16;
   const size_t bufBytes = std::max<size_t>(o.maxBytes, 4096);
@@ -331,7 +259,6 @@ int runRank(int rank, int n, const Options& o, Shared* shared) {
     }
   }
 
-  std::vector<uint32_t> host;
   std::map<size_t, std::map<int, Result>> results;
   for (size_t bytes = o.minBytes; bytes <= o.maxBytes; bytes *= o.factor) {
     const size_t count = bytes / elem;
@@ -350,12 +277,7 @@ int runRank(int rank, int n, const Options& o, Shared* shared) {
       if (rank == 0) std::fprintf(stderr, "\r[symmem-bench] %10zu B %-9s", bytes, p.name);
       Result r;
       // Verify once: integer inputs, exact sums.
-      host.assign(count, 0);
-      std::vector<char> raw(count * elem);
-      for (size_t i = 0; i < count; ++i) {
-        const uint32_t b = encode(inputValue(rank, i), elem, bf16);
-        std::memcpy(raw.data() + i * elem, &b, elem);
-      }
+      std::vector<char> raw = bench::makeInput(rank, count, format);
       CUDA_CHECK(cudaMemcpy(buf, raw.data(), count * elem, cudaMemcpyHostToDevice));
       barrier.wait();
       if (!call()) {
@@ -364,35 +286,10 @@ int runRank(int rank, int n, const Options& o, Shared* shared) {
       }
       CUDA_CHECK(cudaStreamSynchronize(stream));
       CUDA_CHECK(cudaMemcpy(raw.data(), buf, count * elem, cudaMemcpyDeviceToHost));
-      long long wrong = 0;
-      for (size_t i = 0; i < count; ++i) {
-        float want = 0.0f;
-        for (int q = 0; q < n; ++q) want += inputValue(q, i);
-        uint32_t got = 0;
-        std::memcpy(&got, raw.data() + i * elem, elem);
-        const uint32_t w = encode(want == 0.0f ? 0.0f : want, elem, bf16);
-        if (got != w && !(want == 0.0f && (got & 0x7fffffffu) == 0)) ++wrong;
-      }
-      r.wrong = wrong;
+      r.wrong = bench::countWrongSum(raw, count, n, format);
 
-      cudaEvent_t start, stop;
-      CUDA_CHECK(cudaEventCreate(&start));
-      CUDA_CHECK(cudaEventCreate(&stop));
-      auto timeReps = [&](auto&& body) {
-        std::vector<double> us;
-        for (int rep = 0; rep < o.reps; ++rep) {
-          barrier.wait();
-          CUDA_CHECK(cudaEventRecord(start, stream));
-          body();
-          CUDA_CHECK(cudaEventRecord(stop, stream));
-          CUDA_CHECK(cudaEventSynchronize(stop));
-          float ms = 0;
-          CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-          us.push_back(ms * 1000.0 / o.iters);
-        }
-        std::sort(us.begin(), us.end());
-        return us;
-      };
+      bench::BatchTimer timer(rank, barrier, stream);
+      auto timeReps = [&](const std::function<void()>& body) { return timer.time(o.reps, o.iters, body); };
       auto record = [&](const char* mode, const std::vector<double>& us) {
         if (csv != nullptr)
           std::fprintf(csv, "%zu,%s,%d,%s,%s,%.3f,%.3f,%.3f,%lld\n", bytes, o.dtype.c_str(), n, p.name, mode,
@@ -403,29 +300,18 @@ int runRank(int rank, int n, const Options& o, Shared* shared) {
         const auto us = timeReps([&] {
           for (int i = 0; i < o.iters; ++i) call();
         });
-        r.eagerUs = us[us.size() / 2];
+        r.eagerUs = bench::medianOfSorted(us);
         record("eager", us);
       }
       {
-        cudaGraph_t graph;
-        cudaGraphExec_t exec;
-        CUDA_CHECK(cudaStreamSynchronize(stream));
-        CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-        for (int i = 0; i < o.iters; ++i) call();
-        CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-        CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+        bench::CapturedBatch batch(rank, stream, o.iters, call);
         barrier.wait();
-        CUDA_CHECK(cudaGraphLaunch(exec, stream));  // warm-up replay
+        batch.replay();  // warm-up replay
         CUDA_CHECK(cudaStreamSynchronize(stream));
-        const auto us = timeReps([&] { CUDA_CHECK(cudaGraphLaunch(exec, stream)); });
-        r.graphUs = us[us.size() / 2];
+        const auto us = timeReps([&] { batch.replay(); });
+        r.graphUs = bench::medianOfSorted(us);
         record("graph", us);
-        CUDA_CHECK(cudaStreamSynchronize(stream));
-        CUDA_CHECK(cudaGraphExecDestroy(exec));  // before any ncclCommDestroy (it can hang otherwise)
-        CUDA_CHECK(cudaGraphDestroy(graph));
-      }
-      cudaEventDestroy(start);
-      cudaEventDestroy(stop);
+      }  // the graph goes here, before any ncclCommDestroy (it can hang otherwise)
       results[bytes][p.kind] = r;
       if (ours && ours->deviceStatus() != symmem::kernels::Status::Ok) {
         std::fprintf(stderr, "[rank %d] symmetric path reports %s\n", rank,
@@ -498,45 +384,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "symmem-bench: needs at least 2 GPUs (found %d; pass --ngpus)\n", n);
     return 1;
   }
-  void* mem = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (mem == MAP_FAILED) return 1;
-  Shared* shared = new (mem) Shared();
-  shared->idReady.store(0);
-  for (auto& a : shared->arrived) a.store(0);
-  std::fflush(stdout);
-  std::vector<pid_t> pids;
-  for (int r = 0; r < n; ++r) {
-    const pid_t pid = fork();
-    if (pid == 0) {
-      const int code = runRank(r, n, o, shared);
-      std::fflush(stdout);
-      std::fflush(stderr);
-      _exit(code);
-    }
-    pids.push_back(pid);
-  }
-  int worst = 0;
-  const auto deadline = Clock::now() + std::chrono::seconds(o.timeoutSec);
-  std::vector<bool> done(n, false);
-  int remaining = n;
-  while (remaining > 0) {
-    for (int r = 0; r < n; ++r) {
-      int st = 0;
-      if (!done[r] && waitpid(pids[r], &st, WNOHANG) == pids[r]) {
-        done[r] = true;
-        --remaining;
-        const int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-        if (code != 0) std::fprintf(stderr, "symmem-bench: rank %d exited with %d\n", r, code);
-        worst = std::max(worst, code);
-      }
-    }
-    if (remaining > 0 && Clock::now() > deadline) {
-      std::fprintf(stderr, "symmem-bench: ranks still running after %d s, killed\n", o.timeoutSec);
-      for (int r = 0; r < n; ++r)
-        if (!done[r]) kill(pids[r], SIGKILL), waitpid(pids[r], nullptr, 0);
-      return 124;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return worst;
+  bench::RankRendezvous* shared = bench::mapRendezvous();
+  if (shared == nullptr) return 1;
+  return bench::runForkedRanks(n, "symmem-bench", o.timeoutSec, [&](int r) { return runRank(r, n, o, shared); });
 }
