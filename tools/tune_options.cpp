@@ -1,0 +1,156 @@
+#include "tools/tune_options.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <set>
+
+#include "plugin/table_file.h"
+
+namespace symmem {
+
+namespace {
+
+bool parseInt(const std::string& text, int& out) {
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, out);
+  return ec == std::errc() && ptr == end;
+}
+
+// "0,1,2,3" -> {0,1,2,3}; false on anything else (empty items, signs, duplicates).
+bool parseIndexList(const std::string& text, std::vector<int>& out) {
+  out.clear();
+  std::set<int> seen;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    int value = 0;
+    if (item.empty() || item[0] == '+' || item[0] == '-' || !parseInt(item, value) || !seen.insert(value).second)
+      return false;
+    out.push_back(value);
+    if (comma == std::string::npos) return true;
+    start = comma + 1;
+  }
+}
+
+// "5", "2.5", "5%" -> 0.05, 0.025, 0.05.
+bool parsePercent(std::string text, double& out) {
+  if (!text.empty() && text.back() == '%') text.pop_back();
+  if (text.empty()) return false;
+  size_t used = 0;
+  try {
+    out = std::stod(text, &used) / 100.0;
+  } catch (...) {
+    return false;
+  }
+  return used == text.size() && std::isfinite(out);
+}
+
+bool isPowerOfTwo(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
+
+}  // namespace
+
+std::string tuneUsage() {
+  return "usage: symmem-tune [--gpus 0,1,...] [--ranks 2,4,...] [--min SIZE] [--max SIZE] [--margin PERCENT]\n"
+         "                   [--quick] [--out FILE] [--iters N] [--reps N] [--rounds N] [--dtype bf16|fp16|fp32]\n"
+         "                   [--nccl-lib PATH] [--timeout-s S] [--plan]\n"
+         "Measures stock NCCL, the symmetric one-shot and two-shot all-reduce on this machine's GPUs (CUDA\n"
+         "graphs, median of timed batches), finds where each symmetric path beats NCCL by the margin, and\n"
+         "writes a table file for SYMMEM_TABLE.\n"
+         "  --gpus      GPUs to use, as nvidia-smi numbers them (default: all)\n"
+         "  --ranks     world sizes to measure, 2..8 (default: 2, 4, 8 up to the GPU count, and the count)\n"
+         "  --min/--max smallest and largest message, powers of two with K/M/G suffixes (default 8 to 64M)\n"
+         "  --margin    how much faster than NCCL a symmetric path must be to be chosen (default 5%)\n"
+         "  --quick     every 4th power of two, 3 batches in 1 round, 100 calls per batch\n"
+         "  --out       table file to write (default symmem-table.txt)\n"
+         "  --iters     calls per timed graph at sizes up to 256 KiB (default 200; fewer above)\n"
+         "  --reps      timed graph replays per path and round (default 7)\n"
+         "  --rounds    rounds over the three paths, taken in turn (default 3)\n"
+         "  --dtype     element type of the measured all-reduce (default bf16)\n"
+         "  --nccl-lib  NCCL library to load (default libnccl.so.2 from the library path)\n"
+         "  --timeout-s give up on a world size after this many seconds (default 1800)\n"
+         "  --plan      check the machine and print what would be measured; measure nothing\n";
+}
+
+TuneArgsResult parseTuneArgs(const std::vector<std::string>& args) {
+  TuneArgsResult result;
+  TuneOptions& o = result.options;
+  bool itersSet = false, repsSet = false, roundsSet = false;
+  auto fail = [&](std::string message) {
+    result.error = std::move(message);
+    return result;
+  };
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "-h" || a == "--help") { o.help = true; continue; }
+    if (a == "--quick") { o.quick = true; continue; }
+    if (a == "--plan") { o.planOnly = true; continue; }
+    static const std::set<std::string> kTakesValue = {"--gpus", "--ranks", "--min", "--max", "--margin", "--iters",
+                                                      "--reps", "--rounds", "--dtype", "--out", "--nccl-lib", "--timeout-s"};
+    if (!kTakesValue.count(a)) return fail("unknown argument '" + a + "'");
+    if (i + 1 >= args.size()) return fail(a + " needs a value");
+    const std::string& v = args[++i];
+    uint64_t bytes = 0;
+    int number = 0;
+    if (a == "--gpus") {
+      if (!parseIndexList(v, o.gpus)) return fail("--gpus takes distinct GPU numbers like 0,1,2,3, not '" + v + "'");
+    } else if (a == "--ranks") {
+      if (!parseIndexList(v, o.worldSizes)) return fail("--ranks takes distinct world sizes like 2,4,8, not '" + v + "'");
+      for (int w : o.worldSizes)
+        if (w < 2 || w > 8) return fail("--ranks " + std::to_string(w) + ": world sizes are 2..8 (the symmetric kernels take at most 8 ranks)");
+      std::sort(o.worldSizes.begin(), o.worldSizes.end());
+    } else if (a == "--min" || a == "--max") {
+      if (!parseBytes(v, bytes) || !isPowerOfTwo(bytes))
+        return fail(a + " takes a power-of-two size like 8, 4K, 64MiB, not '" + v + "'");
+      (a == "--min" ? o.minBytes : o.maxBytes) = bytes;
+    } else if (a == "--margin") {
+      if (!parsePercent(v, o.margin) || o.margin < 0 || o.margin >= 0.5)
+        return fail("--margin takes a percentage from 0 to below 50 (like 5 or 2.5%), not '" + v + "'");
+    } else if (a == "--iters" || a == "--reps" || a == "--rounds" || a == "--timeout-s") {
+      if (!parseInt(v, number) || number < 1 || number > 100000) return fail(a + " takes a positive count, not '" + v + "'");
+      if (a == "--iters") o.callsPerBatch = number, itersSet = true;
+      else if (a == "--reps") o.batchesPerRound = number, repsSet = true;
+      else if (a == "--rounds") o.rounds = number, roundsSet = true;
+      else o.timeoutSec = number;
+    } else if (a == "--dtype") {
+      if (v != "bf16" && v != "fp16" && v != "fp32") return fail("--dtype takes bf16, fp16 or fp32, not '" + v + "'");
+      o.dtype = v;
+    } else if (a == "--out") {
+      if (v.empty()) return fail("--out needs a file name");
+      o.out = v;
+    } else if (a == "--nccl-lib") {
+      if (v.empty()) return fail("--nccl-lib needs a path");
+      o.ncclLibrary = v;
+    }
+  }
+  if (o.quick) {
+    o.sizeStep = 4;
+    if (!itersSet) o.callsPerBatch = 100;
+    if (!repsSet) o.batchesPerRound = 3;
+    if (!roundsSet) o.rounds = 1;
+  }
+  if (o.minBytes > o.maxBytes) return fail("--min " + formatBytes(o.minBytes) + " is above --max " + formatBytes(o.maxBytes));
+  if (o.minBytes < tuneElementBytes(o))
+    return fail("--min " + formatBytes(o.minBytes) + " is smaller than one " + o.dtype + " element");
+  if (o.maxBytes > (1ull << 30)) return fail("--max " + formatBytes(o.maxBytes) + " is above 1GiB");
+  return result;
+}
+
+std::vector<uint64_t> tuneSizes(const TuneOptions& options) {
+  std::vector<uint64_t> sizes;
+  for (uint64_t b = options.minBytes; b <= options.maxBytes; b *= static_cast<uint64_t>(options.sizeStep))
+    sizes.push_back(b);
+  return sizes;
+}
+
+int callsForSize(uint64_t bytes, int callsPerBatch) {
+  constexpr uint64_t kFullCountUpTo = 256 * 1024;
+  if (bytes <= kFullCountUpTo) return callsPerBatch;
+  const uint64_t scaled = static_cast<uint64_t>(callsPerBatch) * kFullCountUpTo / bytes;
+  return static_cast<int>(std::max<uint64_t>(scaled, std::min(10, callsPerBatch)));
+}
+
+size_t tuneElementBytes(const TuneOptions& options) { return options.dtype == "fp32" ? 4 : 2; }
+
+}  // namespace symmem

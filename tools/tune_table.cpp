@@ -1,0 +1,109 @@
+#include "tools/tune_table.h"
+
+#include <cctype>
+#include <cstdio>
+
+#include "plugin/table_file.h"
+
+namespace symmem {
+
+std::vector<Thresholds> tunedEntries(ComputeCapability cc, const std::vector<TunedWorld>& worlds) {
+  std::vector<Thresholds> entries;
+  for (const TunedWorld& w : worlds) {
+    Thresholds t;
+    t.cc = cc;
+    t.link = w.link;
+    t.nRanks = w.nRanks;
+    t.oneShotMaxBytes = w.crossover.oneShotMaxBytes;
+    t.twoShotMaxBytes = w.crossover.twoShotMaxBytes;
+    t.source = "symmem-tune";
+    entries.push_back(t);
+  }
+  return entries;
+}
+
+std::string cudaVersionText(int version) {
+  return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
+}
+
+std::string ncclVersionText(int version) {
+  // NCCL_VERSION_CODE: major*10000 + minor*100 + patch from 2.9 on, major*1000 + minor*100 + patch before.
+  if (version >= 10000)
+    return std::to_string(version / 10000) + "." + std::to_string((version % 10000) / 100) + "." +
+           std::to_string(version % 100);
+  return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 100) + "." +
+         std::to_string(version % 100);
+}
+
+std::string nvidiaDriverVersion(std::string_view procText) {
+  const size_t line = procText.find("NVRM version:");
+  if (line == std::string_view::npos) return "";
+  const std::string_view rest = procText.substr(line, procText.find('\n', line) - line);
+  // The first whitespace-separated token of the form digits.digits[.digits].
+  size_t i = 0;
+  while (i < rest.size()) {
+    while (i < rest.size() && std::isspace(static_cast<unsigned char>(rest[i]))) ++i;
+    size_t end = i;
+    while (end < rest.size() && !std::isspace(static_cast<unsigned char>(rest[end]))) ++end;
+    const std::string_view token = rest.substr(i, end - i);
+    bool digitsAndDots = !token.empty() && std::isdigit(static_cast<unsigned char>(token[0]));
+    int dots = 0;
+    for (char c : token) {
+      if (c == '.') ++dots;
+      else if (!std::isdigit(static_cast<unsigned char>(c))) digitsAndDots = false;
+    }
+    if (digitsAndDots && dots >= 1) return std::string(token);
+    i = end;
+  }
+  return "";
+}
+
+std::string metaSafe(std::string_view text) {
+  std::string out;
+  for (char c : text) out += (c == '#' || std::iscntrl(static_cast<unsigned char>(c))) ? ' ' : c;
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+std::vector<std::string> provenanceMeta(const TuneProvenance& p, const std::vector<TunedWorld>& worlds) {
+  std::vector<std::string> meta;
+  meta.push_back("written by symmem-tune on " + p.date);
+  meta.push_back("gpu " + p.gpuName + ", capability " + p.capability.str() +
+                 (p.kernelDriver.empty() ? std::string() : ", driver " + p.kernelDriver));
+  meta.push_back("cuda runtime " + cudaVersionText(p.cudaRuntimeVersion) + ", driver API " +
+                 cudaVersionText(p.cudaDriverVersion) + ", nccl " + ncclVersionText(p.ncclVersion));
+  std::string topology = "topology " + p.topologySource + ", " + std::to_string(p.nodeGpuCount) + " GPUs;";
+  for (const TunedWorld& w : worlds) {
+    std::string gpus;
+    for (int g : w.gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
+    topology += " ranks=" + std::to_string(w.nRanks) + " " + std::string(linkClassName(w.link)) + " (GPUs " + gpus + ")";
+  }
+  meta.push_back(topology);
+  meta.push_back("method " + p.method);
+  meta.push_back("command " + p.commandLine);
+  for (std::string& m : meta) m = metaSafe(m);
+  return meta;
+}
+
+std::string tunedTableText(const std::vector<Thresholds>& entries, const std::vector<std::string>& meta,
+                           std::string_view fileName, std::string* error) {
+  const std::string text = formatTable(entries, meta);
+  const TableFileResult back = parseTableText(text, fileName);
+  auto fail = [&](std::string why) {
+    *error = "the table symmem-tune made does not read back: " + why;
+    return std::string();
+  };
+  if (!back.ok()) return fail(back.error);
+  if (back.entries.size() != entries.size()) return fail("entry count changed");
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const Thresholds& a = entries[i];
+    const Thresholds& b = back.entries[i];
+    if (a.cc != b.cc || a.link != b.link || a.nRanks != b.nRanks || a.oneShotMaxBytes != b.oneShotMaxBytes ||
+        a.twoShotMaxBytes != b.twoShotMaxBytes)
+      return fail("entry " + std::to_string(i + 1) + " changed");
+  }
+  if (back.meta != meta) return fail("meta lines changed");
+  return text;
+}
+
+}  // namespace symmem

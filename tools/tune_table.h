@@ -1,0 +1,56 @@
+#pragma once
+// The table file symmem-tune writes: one `entry` per measured (capability, link class, world size)
+// and `meta` lines saying where the numbers come from. The text is made by formatTable() and read
+// back with parseTableText() before it is written, so the plugin can always load it.
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "plugin/decision.h"
+#include "tools/tune_crossover.h"
+
+namespace symmem {
+
+// The limits found for one world size, with its table key.
+struct TunedWorld {
+  int nRanks = 0;
+  LinkClass link = LinkClass::Unknown;
+  std::vector<int> gpus;  // topology indices the ranks ran on
+  Crossover crossover;
+};
+
+// Where and how the numbers were measured.
+struct TuneProvenance {
+  std::string gpuName;          // CUDA's device name
+  ComputeCapability capability;
+  std::string kernelDriver;     // "570.86.15" (from /proc/driver/nvidia/version); empty when unknown
+  int cudaRuntimeVersion = 0;   // cudaRuntimeGetVersion: 13000
+  int cudaDriverVersion = 0;    // cudaDriverGetVersion
+  int ncclVersion = 0;          // ncclGetVersion: 22809
+  std::string topologySource;   // "nvml", "file ..."
+  int nodeGpuCount = 0;
+  std::string date;             // ISO 8601, UTC
+  std::string commandLine;
+  std::string method;           // how it was measured, one line
+};
+
+std::vector<Thresholds> tunedEntries(ComputeCapability cc, const std::vector<TunedWorld>& worlds);
+
+std::vector<std::string> provenanceMeta(const TuneProvenance& provenance, const std::vector<TunedWorld>& worlds);
+
+// The file text for `entries` and `meta`, checked by parsing it back (the entries and meta lines must
+// come back unchanged). On failure returns "" and sets *error.
+std::string tunedTableText(const std::vector<Thresholds>& entries, const std::vector<std::string>& meta,
+                           std::string_view fileName, std::string* error);
+
+// "13.0" from 13000, "12.8" from 12080; "2.28.9" from NCCL's 22809 (and 2.x codes below 2.9: 2804).
+std::string cudaVersionText(int version);
+std::string ncclVersionText(int version);
+
+// The kernel module version from the text of /proc/driver/nvidia/version; "" when not found.
+std::string nvidiaDriverVersion(std::string_view procText);
+
+// A meta line holds one line of text without '#' (which starts a comment in the file).
+std::string metaSafe(std::string_view text);
+
+}  // namespace symmem
