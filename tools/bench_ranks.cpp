@@ -61,7 +61,8 @@ bool RankBarrier::wait(int timeoutMs) {
   return true;
 }
 
-int runForkedRanks(int nRanks, const char* toolName, int timeoutSec, const std::function<int(int rank)>& rankBody) {
+int runForkedRanks(int nRanks, const char* toolName, int timeoutSec, const std::function<int(int rank)>& rankBody,
+                   bool stopAllOnFailure) {
   // Unflushed output would be written once by the parent and once more by every child.
   std::fflush(stdout);
   std::fflush(stderr);
@@ -90,6 +91,12 @@ int runForkedRanks(int nRanks, const char* toolName, int timeoutSec, const std::
         if (code != 0) std::fprintf(stderr, "%s: rank %d exited with %d\n", toolName, r, code);
         worst = std::max(worst, code);
       }
+    }
+    if (remaining > 0 && stopAllOnFailure && worst != 0) {
+      std::fprintf(stderr, "%s: stopping the other ranks\n", toolName);
+      for (int r = 0; r < nRanks; ++r)
+        if (!done[r]) kill(pids[r], SIGKILL), waitpid(pids[r], nullptr, 0);
+      return worst;
     }
     if (remaining > 0 && Clock::now() > deadline) {
       std::fprintf(stderr, "%s: ranks still running after %d s, killed\n", toolName, timeoutSec);

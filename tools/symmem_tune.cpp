@@ -148,7 +148,7 @@ int main(int argc, char** argv) {
     job.stepsTotal = stepsTotal;
     job.start = start;
     const int code = bench::runForkedRanks(world.nRanks, "symmem-tune", o.timeoutSec,
-                                           [&](int rank) { return measureTuneRank(job, rank); });
+                                           [&](int rank) { return measureTuneRank(job, rank); }, true);
     stepsBefore += stepsPerWorld;
     const std::string key = "ranks=" + std::to_string(world.nRanks);
     if (code != 0) {
@@ -216,7 +216,7 @@ int main(int argc, char** argv) {
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);)
     if (line.rfind("entry ", 0) == 0) std::printf("  %s\n", line.c_str());
-  std::printf("use it: SYMMEM_TABLE=%s NCCL_TUNER_PLUGIN=libnccl-tuner-symmem.so <your NCCL program>\n", o.out.c_str());
+  std::printf("use it: SYMMEM_TABLE=%s NCCL_TUNER_PLUGIN=symmem <your NCCL program>\n", o.out.c_str());
   if (!failures.empty())
     std::fprintf(stderr, "symmem-tune: %zu problem(s) above; the table holds only what was measured cleanly\n",
                  failures.size());

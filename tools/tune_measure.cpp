@@ -75,11 +75,12 @@ int measureTuneRank(const TuneRankJob& job, int rank) {
     return false;
   };
   ncclUniqueId id;
-  bool idMade = true;
-  if (!bench::exchangeUniqueId(*job.rendezvous, rank,
-                               [&](ncclUniqueId* made) { idMade = ncclOk(nccl.getUniqueId(made), "ncclGetUniqueId"); }, &id))
+  // Rank 0 ends before publishing a bad id: the others then give up waiting instead of joining it.
+  auto makeId = [&](ncclUniqueId* made) {
+    if (!ncclOk(nccl.getUniqueId(made), "ncclGetUniqueId")) std::exit(3);
+  };
+  if (!bench::exchangeUniqueId(*job.rendezvous, rank, makeId, &id))
     return reportProblem(report, rank, 4, "no ncclUniqueId from rank 0");
-  if (!idMade) return 3;
   ncclComm_t comm;
   if (!ncclOk(nccl.commInitRank(&comm, n, id, rank), "ncclCommInitRank")) return 3;
   bench::RankBarrier barrier(job.rendezvous, rank, n);
