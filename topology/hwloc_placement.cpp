@@ -4,19 +4,22 @@
 
 #ifdef SYMMEM_HAVE_HWLOC
 
+#include "topology/hwloc_library.h"
+
 #include <cstdio>
 #include <cstdlib>
 
 namespace symmem {
 
-GpuPlacement placementOfHwlocObject(hwloc_topology_t topo, hwloc_obj_t ioObject) {
+GpuPlacement placementOfHwlocObject(hwloc_topology_t /*topo*/, hwloc_obj_t ioObject) {
   GpuPlacement p;
-  hwloc_obj_t home = hwloc_get_non_io_ancestor_obj(topo, ioObject);
-  if (!home) return p;
-  if (home->nodeset && hwloc_bitmap_weight(home->nodeset) == 1) p.numaNode = hwloc_bitmap_first(home->nodeset);
-  if (home->cpuset && !hwloc_bitmap_iszero(home->cpuset)) {
+  const HwlocLibrary& lib = hwlocLibrary();
+  hwloc_obj_t home = hwlocNonIoAncestor(ioObject);
+  if (!home || !lib.loaded()) return p;
+  if (home->nodeset && lib.bitmapWeight(home->nodeset) == 1) p.numaNode = lib.bitmapFirst(home->nodeset);
+  if (home->cpuset && !lib.bitmapIsZero(home->cpuset)) {
     char* list = nullptr;
-    if (hwloc_bitmap_list_asprintf(&list, home->cpuset) >= 0 && list) p.cpuAffinity = list;
+    if (lib.bitmapListAsprintf(&list, home->cpuset) >= 0 && list) p.cpuAffinity = list;
     std::free(list);
   }
   return p;
@@ -28,7 +31,7 @@ namespace {
 class HwlocPlacementSource final : public PlacementSource {
  public:
   ~HwlocPlacementSource() override {
-    if (topo_) hwloc_topology_destroy(topo_);
+    if (topo_) hwlocLibrary().topologyDestroy(topo_);
   }
 
   std::string unavailableReason() const override {
@@ -42,7 +45,7 @@ class HwlocPlacementSource final : public PlacementSource {
     unsigned domain = 0, bus = 0, dev = 0, func = 0;
     const std::string id(busId);
     if (std::sscanf(id.c_str(), "%x:%x:%x.%x", &domain, &bus, &dev, &func) != 4) return std::nullopt;
-    hwloc_obj_t obj = hwloc_get_pcidev_by_busid(topo_, domain, bus, dev, func);
+    hwloc_obj_t obj = hwlocPciDeviceByBusId(hwlocLibrary(), topo_, domain, bus, dev, func);
     if (!obj) return std::nullopt;
     return placementOfHwlocObject(topo_, obj);
   }
@@ -51,15 +54,20 @@ class HwlocPlacementSource final : public PlacementSource {
   void load() const {
     if (tried_) return;
     tried_ = true;
-    if (hwloc_topology_init(&topo_) != 0) {
+    const HwlocLibrary& lib = hwlocLibrary();
+    if (!lib.loaded()) {
+      reason_ = lib.unavailable;
+      return;
+    }
+    if (lib.topologyInit(&topo_) != 0) {
       topo_ = nullptr;
       reason_ = "hwloc_topology_init failed";
       return;
     }
     // GPUs are "important" PCI devices; bridges are not needed to find a device's NUMA node.
-    hwloc_topology_set_io_types_filter(topo_, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
-    if (hwloc_topology_load(topo_) != 0) {
-      hwloc_topology_destroy(topo_);
+    lib.topologySetIoTypesFilter(topo_, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+    if (lib.topologyLoad(topo_) != 0) {
+      lib.topologyDestroy(topo_);
       topo_ = nullptr;
       reason_ = "hwloc_topology_load failed";
     }

@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 
+#include "topology/hwloc_library.h"
 #include "topology/hwloc_placement.h"
 #include "topology/pci_bus_id.h"
 
@@ -81,22 +82,22 @@ PathKind pciPath(hwloc_topology_t topo, hwloc_obj_t a, hwloc_obj_t b) {
   }
   if (common->type == HWLOC_OBJ_PCI_DEVICE || common->type == HWLOC_OBJ_OS_DEVICE) return PathKind::Unknown;
   // Different host bridges: same NUMA node set -> NODE, else SYS.
-  hwloc_obj_t homeA = hwloc_get_non_io_ancestor_obj(topo, a);
-  hwloc_obj_t homeB = hwloc_get_non_io_ancestor_obj(topo, b);
-  if (homeA && homeB && homeA->nodeset && homeB->nodeset && hwloc_bitmap_isequal(homeA->nodeset, homeB->nodeset))
+  hwloc_obj_t homeA = hwlocNonIoAncestor(a);
+  hwloc_obj_t homeB = hwlocNonIoAncestor(b);
+  if (homeA && homeB && homeA->nodeset && homeB->nodeset && hwlocLibrary().bitmapIsEqual(homeA->nodeset, homeB->nodeset))
     return PathKind::Node;
   return PathKind::Sys;
 }
 
 struct TopologyDeleter {
-  void operator()(hwloc_topology* t) const { hwloc_topology_destroy(t); }
+  void operator()(hwloc_topology* t) const { hwlocLibrary().topologyDestroy(t); }
 };
 
 // Adds NVLink paths from the NVLinkBandwidth matrix. Returns false when the export has none.
 bool addNvlinks(hwloc_topology_t htopo, const std::vector<hwloc_obj_t>& gpuObjs, Topology& topo) {
   unsigned nr = 1;
   hwloc_distances_s* dist = nullptr;
-  if (hwloc_distances_get_by_name(htopo, "NVLinkBandwidth", &nr, &dist, 0) != 0 || nr == 0 || !dist) return false;
+  if (hwlocLibrary().distancesGetByName(htopo, "NVLinkBandwidth", &nr, &dist, 0) != 0 || nr == 0 || !dist) return false;
   const unsigned n = dist->nbobjs;
   // Matrix slot -> our GPU index (-1: a switch or something else that forwards NVLink traffic).
   std::vector<int> gpuAt(n, -1);
@@ -128,7 +129,7 @@ bool addNvlinks(hwloc_topology_t htopo, const std::vector<hwloc_obj_t>& gpuObjs,
       const int base = current.path == PathKind::NvLink ? current.nvlinks : 0;
       topo.setPath(gpuAt[i], gpuAt[j], PathKind::NvLink, base + nvlinksFromBandwidth(bw(i, j)));
     }
-  hwloc_distances_release(htopo, dist);
+  hwlocLibrary().distancesRelease(htopo, dist);
   return true;
 }
 
@@ -136,13 +137,13 @@ using TopologyHandle = std::unique_ptr<hwloc_topology, TopologyDeleter>;
 
 TopologyHandle loadXml(const std::string& buffer) {
   hwloc_topology_t raw = nullptr;
-  if (hwloc_topology_init(&raw) != 0) return nullptr;
+  if (!hwlocLibrary().loaded() || hwlocLibrary().topologyInit(&raw) != 0) return nullptr;
   TopologyHandle handle(raw);
   // Keep every PCI device and bridge: the bridge tree is what tells switches from host bridges.
-  hwloc_topology_set_io_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_ALL);
+  hwlocLibrary().topologySetIoTypesFilter(raw, HWLOC_TYPE_FILTER_KEEP_ALL);
   // hwloc wants a NUL-terminated buffer, with the size counting the NUL.
-  if (hwloc_topology_set_xmlbuffer(raw, buffer.c_str(), static_cast<int>(buffer.size() + 1)) != 0 ||
-      hwloc_topology_load(raw) != 0)
+  if (hwlocLibrary().topologySetXmlBuffer(raw, buffer.c_str(), static_cast<int>(buffer.size() + 1)) != 0 ||
+      hwlocLibrary().topologyLoad(raw) != 0)
     return nullptr;
   return handle;
 }
@@ -170,6 +171,9 @@ Expected<Topology> parseHwlocXml(std::string_view text, std::string_view file) {
   const std::string fileName(file);
   if (text.size() + 1 > static_cast<size_t>(INT32_MAX))
     return Result::failure(fileName + ": too large for hwloc's XML reader");
+  if (!hwlocLibrary().loaded())
+    return Result::failure(fileName + ": reading hwloc XML needs hwloc at run time (" + hwlocLibrary().unavailable +
+                           ")");
   TopologyHandle htopo = loadXml(std::string(text));
   bool downgraded = false;
   if (!htopo) {
@@ -184,7 +188,8 @@ Expected<Topology> parseHwlocXml(std::string_view text, std::string_view file) {
   hwloc_topology_t raw = htopo.get();
 
   std::vector<hwloc_obj_t> gpuObjs;
-  for (hwloc_obj_t pci = hwloc_get_next_pcidev(raw, nullptr); pci; pci = hwloc_get_next_pcidev(raw, pci))
+  for (hwloc_obj_t pci = hwlocNextPciDevice(hwlocLibrary(), raw, nullptr); pci;
+       pci = hwlocNextPciDevice(hwlocLibrary(), raw, pci))
     if (isNvidiaGpu(pci)) gpuObjs.push_back(pci);
   if (gpuObjs.empty())
     return Result::failure(fileName + ": the hwloc export lists no NVIDIA GPU (was it exported with I/O devices, "
@@ -210,7 +215,7 @@ Expected<Topology> parseHwlocXml(std::string_view text, std::string_view file) {
     info.pciBusId = busIdOf(gpuObjs[g]);
     for (const char* prefix : {"nvml", "cuda", "opencl"}) {
       hwloc_obj_t os = gpuOsDevice(gpuObjs[g], prefix);
-      const char* model = os ? hwloc_obj_get_info_by_name(os, "GPUModel") : nullptr;
+      const char* model = os ? hwlocInfoByName(os, "GPUModel") : nullptr;
       if (model) {
         info.name = model;
         break;

@@ -259,6 +259,30 @@ TEST(PluginExports, OnlyTheAllowedDynamicSymbols) {
     EXPECT_NE(std::find(names.begin(), names.end(), a), names.end()) << "missing export: " << a;
 }
 
+// NCCL loads the plugin on machines that may lack hwloc, NVML or the CUDA toolkit: it may only need
+// NCCL itself and the C/C++ runtime at load time (hwloc and NVML are opened at run time if present).
+TEST(PluginExports, LoadTimeDependenciesAreOnlyNcclAndTheRuntime) {
+  const std::string cmd = std::string("readelf -dW '") + SYMMEM_PLUGIN_PATH + "' 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::vector<std::string> needed;
+  char line[1024];
+  while (fgets(line, sizeof(line), p)) {
+    std::string l(line);
+    auto open = l.find("(NEEDED)");
+    if (open == std::string::npos) continue;
+    auto b = l.find('[', open), e = l.find(']', open);
+    if (b != std::string::npos && e != std::string::npos) needed.push_back(l.substr(b + 1, e - b - 1));
+  }
+  ASSERT_EQ(pclose(p), 0);
+  const std::vector<std::string> allowed = {"libnccl.so.2", "libstdc++.so.6", "libgcc_s.so.1", "libc.so.6",
+                                            "libm.so.6",    "libdl.so.2",     "libpthread.so.0", "librt.so.1",
+                                            "ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1"};
+  EXPECT_NE(std::find(needed.begin(), needed.end(), "libnccl.so.2"), needed.end());
+  for (const std::string& n : needed)
+    EXPECT_NE(std::find(allowed.begin(), allowed.end(), n), allowed.end()) << "load-time dependency: " << n;
+}
+
 // The entry points' addresses the plugin hands to attach must be its own, even when a libnccl loaded
 // globally before it defines the same names: no dynamic relocation of the plugin may refer to them.
 TEST(PluginExports, OwnEntryPointsBindLocally) {
