@@ -27,7 +27,8 @@
 // The round buffer r % 3 itself was re-armed during round r-2, in an earlier launch.
 //
 // ---- Round counters ------------------------------------------------------------------------------
-// Each block reads its own PhaseControl entry (device_view.h) once at start and at its end writes its
+// Each block reads its own PhaseControl entry (device_view.h) once at start (one thread, then a block
+// barrier, so no warp can see the entry after another warp advanced it) and at its end writes its
 // own entry and those of the block indices its launch does not have (up to the comm's grid cap). Graph replay re-runs the same
 // kernels and they pick up the state on the device, so a captured call replays correctly.
 //
@@ -291,8 +292,10 @@ __device__ __forceinline__ void waitForPreviousKernel() {
 #endif
 }
 
-// Block b reads its own entry (every thread, no barrier: the loads go out together with the first
-// input load); see "Round counters" above.
+// Block b's entry is read by one thread and shared through shared memory, behind a barrier: a warp
+// may finish the whole call (its peers' data already there) and write the entry's next round in
+// endLaunch while a slower warp of the same block has not read it yet; every warp must see the round
+// of this launch. The barrier also gives every thread of the block the same `aborted`.
 struct RoundState {
   uint64_t round;
   uint64_t rearmBytes;
@@ -300,14 +303,19 @@ struct RoundState {
 };
 
 __device__ __forceinline__ RoundState beginLaunch(const DeviceView& v, const BlockControl* ctl) {
-  RoundState s;
-  const BlockControl& mine = ctl[blockIdx.x];
-  s.round = mine.round;
-  const uint64_t d0 = mine.dirtyBytes[0], d1 = mine.dirtyBytes[1], d2 = mine.dirtyBytes[2];
-  const int rb = rearmBuffer(s.round);
-  s.rearmBytes = rb == 0 ? d0 : rb == 1 ? d1 : d2;
-  s.aborted = *reinterpret_cast<volatile const uint32_t*>(&v.control->aborted) != 0;
-  return s;
+  __shared__ RoundState shared;
+  if (threadIdx.x == 0) {
+    const BlockControl& mine = ctl[blockIdx.x];
+    RoundState s;
+    s.round = mine.round;
+    const uint64_t d0 = mine.dirtyBytes[0], d1 = mine.dirtyBytes[1], d2 = mine.dirtyBytes[2];
+    const int rb = rearmBuffer(s.round);
+    s.rearmBytes = rb == 0 ? d0 : rb == 1 ? d1 : d2;
+    s.aborted = *reinterpret_cast<volatile const uint32_t*>(&v.control->aborted) != 0;
+    shared = s;
+  }
+  __syncthreads();
+  return shared;
 }
 
 // Entries b, b + G, ... below gridCap (the largest grid any launch of this comm uses).

@@ -16,70 +16,98 @@ namespace symmem {
 
 namespace {
 
-// Setup waits for every rank to reach its first eligible all-reduce, which can be far apart in a
-// real job (one rank still loading weights): bounded, but generously.
-constexpr int64_t kMinSetupWaitMs = 120000;
+// The exchanges are NCCL collectives on the application's communicator. Two rules keep every rank
+// in step: every exchange is posted on every rank whatever failed locally (a local failure travels as
+// an all-zero record, which every rank reads as "cannot take part"), and an exchange is never
+// abandoned half-way (an orphaned all-gather would pair with the application's next collective).
+// So the wait for peers is NCCL's own: unbounded, with a WARN every minute naming what it waits for.
+constexpr size_t kRecordBytes = 4096;  // the largest record any exchange carries (static_asserted below)
+constexpr auto kStillWaitingEvery = std::chrono::seconds(60);
 
-// An all-gather of plain bytes through NCCL on the communicator, on a private stream.
-class NcclByteGather {
+// An all-gather of plain records through NCCL on the communicator, on a private stream, with device
+// and pinned host buffers allocated once, before anything else can use the memory.
+class NcclRecordGather {
  public:
-  NcclByteGather(const RealNccl& nccl, ncclComm_t comm, int nRanks, int64_t waitMs)
-      : nccl_(nccl), comm_(comm), nRanks_(nRanks), waitMs_(waitMs) {
-    ok_ = cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking) == cudaSuccess;
+  NcclRecordGather(const RealNccl& nccl, ncclComm_t comm, int nRanks) : nccl_(nccl), comm_(comm), nRanks_(nRanks) {
+    const size_t total = kRecordBytes * static_cast<size_t>(nRanks);
+    ready_ = cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking) == cudaSuccess &&
+             cudaMalloc(&device_, total + kRecordBytes) == cudaSuccess &&
+             cudaMallocHost(&host_, total + kRecordBytes) == cudaSuccess;
+    if (!ready_) {
+      cudaGetLastError();
+      SYMMEM_WARN("setup on comm %p: cannot allocate the exchange buffers; this communicator stays on NCCL",
+                  static_cast<void*>(comm_));
+    }
   }
-  ~NcclByteGather() {
+  ~NcclRecordGather() {
+    if (stream_) cudaStreamSynchronize(stream_);
     if (device_) cudaFree(device_);
+    if (host_) cudaFreeHost(host_);
     if (stream_) cudaStreamDestroy(stream_);
   }
+  // Without buffers this rank cannot post the exchange at all: the caller must not start setup.
+  bool ready() const { return ready_; }
 
+  // Every rank's `bytes` from `send`, in rank order, into `recv`. Returns false only where every rank
+  // returns false too (a record larger than kRecordBytes), or where NCCL itself failed to post.
   bool operator()(const void* send, void* recv, size_t bytes) {
-    if (!ok_) return false;
-    const size_t total = bytes * static_cast<size_t>(nRanks_);
-    if (total > capacity_) {
-      if (device_) cudaFree(device_);
-      device_ = nullptr;
-      capacity_ = 0;
-      if (cudaMalloc(&device_, total + bytes) != cudaSuccess) return fail("cudaMalloc");
-      capacity_ = total;
+    if (!ready_ || bytes > kRecordBytes) return false;
+    char* sendHost = static_cast<char*>(host_) + kRecordBytes * static_cast<size_t>(nRanks_);
+    char* sendDev = static_cast<char*>(device_) + kRecordBytes * static_cast<size_t>(nRanks_);
+    std::memcpy(sendHost, send, bytes);
+    if (cudaMemcpyAsync(sendDev, sendHost, bytes, cudaMemcpyHostToDevice, stream_) != cudaSuccess) {
+      cudaGetLastError();  // the all-gather below still runs; peers see whatever this rank holds
     }
-    char* sendDev = static_cast<char*>(device_) + total;
-    if (cudaMemcpyAsync(sendDev, send, bytes, cudaMemcpyHostToDevice, stream_) != cudaSuccess) return fail("copy in");
-    if (nccl_.allGather(sendDev, device_, bytes, ncclUint8, comm_, stream_) != ncclSuccess) return fail("ncclAllGather");
-    if (cudaMemcpyAsync(recv, device_, total, cudaMemcpyDeviceToHost, stream_) != cudaSuccess) return fail("copy out");
-    // Bounded wait: a rank that never arrives ends setup with an error instead of a hang.
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(waitMs_);
+    if (nccl_.allGather(sendDev, device_, bytes, ncclUint8, comm_, stream_) != ncclSuccess) {
+      SYMMEM_WARN("setup on comm %p: ncclAllGather could not be posted", static_cast<void*>(comm_));
+      return false;
+    }
+    const size_t total = bytes * static_cast<size_t>(nRanks_);
+    cudaMemcpyAsync(host_, device_, total, cudaMemcpyDeviceToHost, stream_);
+    auto nextWarning = std::chrono::steady_clock::now() + kStillWaitingEvery;
     for (;;) {
-      cudaError_t q = cudaStreamQuery(stream_);
-      if (q == cudaSuccess) return true;
-      if (q != cudaErrorNotReady) return fail("stream");
-      if (std::chrono::steady_clock::now() > deadline) {
-        SYMMEM_WARN("setup exchange on comm %p did not complete within %lld ms: a peer never reached its first "
-                    "eligible all-reduce",
-                    static_cast<void*>(comm_), static_cast<long long>(waitMs_));
-        ok_ = false;
+      const cudaError_t q = cudaStreamQuery(stream_);
+      if (q == cudaSuccess) break;
+      if (q != cudaErrorNotReady) {
+        cudaGetLastError();
+        SYMMEM_WARN("setup on comm %p: the exchange failed on the device", static_cast<void*>(comm_));
         return false;
       }
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
+      if (std::chrono::steady_clock::now() > nextWarning) {
+        SYMMEM_WARN("setup on comm %p is still waiting for its peers' first eligible all-reduce (ncclCommAbort "
+                    "ends the wait, as it ends NCCL's own)",
+                    static_cast<void*>(comm_));
+        nextWarning += kStillWaitingEvery;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
+    std::memcpy(recv, host_, total);
+    return true;
   }
 
  private:
-  bool fail(const char* what) {
-    cudaGetLastError();
-    SYMMEM_WARN("setup exchange on comm %p failed at %s", static_cast<void*>(comm_), what);
-    ok_ = false;
-    return false;
-  }
-
   const RealNccl& nccl_;
   ncclComm_t comm_;
   int nRanks_;
-  int64_t waitMs_;
   cudaStream_t stream_ = nullptr;
   void* device_ = nullptr;
-  size_t capacity_ = 0;
-  bool ok_ = false;
+  void* host_ = nullptr;
+  bool ready_ = false;
 };
+
+static_assert(sizeof(RankFacts) <= kRecordBytes);
+
+// Exchange 2: what this rank would set up. Settings and table files are per process; if ranks
+// disagree (a rank started with another SYMMEM_TABLE, say), they all stay on NCCL instead of
+// building different buffers.
+struct SetupIntent {
+  uint64_t oneShotMax = 0;
+  uint64_t twoShotMax = 0;
+  int32_t force = 0;
+  int32_t p2pCheck = 0;
+  int64_t timeoutMs = 0;
+};
+static_assert(sizeof(SetupIntent) <= kRecordBytes);
 
 RankFacts factsFor(int device) {
   char busId[32] = {};
@@ -132,14 +160,15 @@ std::unique_ptr<CommState> setUpSymmetricComm(const RealNccl& nccl, const Proces
   cudaThreadExchangeStreamCaptureMode(&mode);
 
   const int64_t timeoutMs = Settings::process().integer(SettingId::TimeoutMs);
-  NcclByteGather gather(nccl, comm, nRanks, std::max(timeoutMs, kMinSetupWaitMs));
+  NcclRecordGather gather(nccl, comm, nRanks);
   auto finish = [&](std::string why) {
     state->why = std::move(why);
     cudaThreadExchangeStreamCaptureMode(&mode);
     return std::move(state);
   };
+  if (!gather.ready()) return finish("setup exchange buffers could not be allocated");
 
-  // Exchange 1: topology facts.
+  // Exchange 1: topology facts. agreeOn() is pure over the gathered array: the same answer everywhere.
   std::vector<RankFacts> gathered(nRanks);
   const RankFacts mine = factsFor(device);
   if (!gather(&mine, gathered.data(), sizeof(RankFacts))) return finish("setup exchange failed");
@@ -149,14 +178,28 @@ std::unique_ptr<CommState> setUpSymmetricComm(const RealNccl& nccl, const Proces
   state->facts = commFactsFrom(agreed, nRanks);
   const TableLookup found = lookupWithFallbackWarning(*process.table, state->facts.cc, state->facts.link, nRanks);
   state->entry = found.entry;
-  uint64_t oneShot = found.entry ? found.entry->oneShotMaxBytes : 0;
-  uint64_t twoShot = found.entry ? found.entry->twoShotMaxBytes : 0;
+  SetupIntent intent;
+  intent.oneShotMax = found.entry ? found.entry->oneShotMaxBytes : 0;
+  intent.twoShotMax = found.entry ? found.entry->twoShotMaxBytes : 0;
   if (process.policy.force == ForcedPath::OneShot || process.policy.force == ForcedPath::TwoShot) {
     // Forced paths (testing) need buffers even where the table has none.
     constexpr uint64_t kForcedCapacity = 4ull << 20;
-    oneShot = std::max(oneShot, kForcedCapacity);
-    twoShot = std::max(twoShot, kForcedCapacity);
+    intent.oneShotMax = std::max<uint64_t>(intent.oneShotMax, kForcedCapacity);
+    intent.twoShotMax = std::max<uint64_t>(intent.twoShotMax, kForcedCapacity);
   }
+  intent.force = static_cast<int32_t>(process.policy.force);
+  intent.p2pCheck = Settings::process().flag(SettingId::P2pCheck);
+  intent.timeoutMs = timeoutMs;
+
+  // Exchange 2: every rank's intent; all must match.
+  std::vector<SetupIntent> intents(nRanks);
+  if (!gather(&intent, intents.data(), sizeof(SetupIntent))) return finish("setup exchange failed");
+  for (int r = 0; r < nRanks; ++r) {
+    if (std::memcmp(&intents[r], &intents[0], sizeof(SetupIntent)) != 0)
+      return finish("ranks 0 and " + std::to_string(r) +
+                    " differ in SYMMEM_* settings or decision table (launch every rank with the same environment)");
+  }
+  const uint64_t oneShot = intent.oneShotMax, twoShot = intent.twoShotMax;
   if (oneShot == 0 && twoShot == 0) return finish("the table keeps every size on NCCL for these GPUs");
 
   kernels::SymmetricConfig config;
@@ -166,7 +209,7 @@ std::unique_ptr<CommState> setUpSymmetricComm(const RealNccl& nccl, const Proces
   config.oneShotMaxBytes = oneShot;
   config.twoShotMaxBytes = twoShot;
   config.timeoutMs = timeoutMs;
-  config.p2pCheck = Settings::process().flag(SettingId::P2pCheck);
+  config.p2pCheck = intent.p2pCheck != 0;
   std::string whyNot;
   state->symmetric = kernels::SymmetricComm::create(
       config, [&](const void* s, void* r, size_t b) { return gather(s, r, b); }, &whyNot);

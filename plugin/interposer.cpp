@@ -2,6 +2,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include <chrono>
+#include <thread>
+
 #include "plugin/log.h"
 #include "plugin/table_file.h"
 
@@ -28,10 +31,10 @@ Interposer::Interposer(const RealNccl& nccl, const ProcessContext& process, Comm
                        CaptureProbeFn captureProbe)
     : nccl_(nccl), process_(process), setup_(std::move(setup)), captureProbe_(std::move(captureProbe)) {}
 
-CommState* Interposer::find(ncclComm_t comm) const {
+std::shared_ptr<CommState> Interposer::find(ncclComm_t comm) const {
   std::shared_lock lock(mutex_);
   auto it = comms_.find(comm);
-  return it == comms_.end() ? nullptr : it->second.get();
+  return it == comms_.end() ? nullptr : it->second;
 }
 
 size_t Interposer::liveCommunicators() const {
@@ -39,8 +42,8 @@ size_t Interposer::liveCommunicators() const {
   return comms_.size();
 }
 
-void Interposer::forget(ncclComm_t comm) {
-  std::unique_ptr<CommState> gone;
+void Interposer::forget(ncclComm_t comm, bool peersMayBeGone) {
+  std::shared_ptr<CommState> gone;
   {
     std::unique_lock lock(mutex_);
     auto it = comms_.find(comm);
@@ -48,31 +51,44 @@ void Interposer::forget(ncclComm_t comm) {
     gone = std::move(it->second);
     comms_.erase(it);
   }
-  // Released outside the lock: freeing buffers and closing peer mappings is local (no peer waits).
-  if (gone && gone->device >= 0 && gone->symmetric) {
-    int previous = -1;
-    cudaGetDevice(&previous);
-    cudaSetDevice(gone->device);
-    gone.reset();
-    if (previous >= 0) cudaSetDevice(previous);
+  if (!gone || !gone->symmetric) return;
+  if (peersMayBeGone) {
+    // Leaked on purpose: an abort is the end of this communicator (and usually of the job), and the
+    // kernels still waiting on it end at SYMMEM_TIMEOUT_MS without touching freed memory.
+    static_cast<void>(gone->symmetric.release());
+    return;
   }
+  // Released outside the lock; freeing buffers and closing peer mappings is local (no peer waits).
+  // A call still running on another thread keeps its own reference until it returns.
+  int previous = -1;
+  cudaGetDevice(&previous);
+  cudaSetDevice(gone->device);
+  gone.reset();
+  if (previous >= 0) cudaSetDevice(previous);
 }
 
-CommState* Interposer::setUp(ncclComm_t comm, cudaStream_t stream) {
+std::shared_ptr<CommState> Interposer::setUp(ncclComm_t comm, cudaStream_t stream) {
   // Setup synchronises and allocates: never inside a capture (the same on every rank, as every rank
   // runs the same program). The call goes to NCCL and setup waits for an eager call.
   const std::optional<bool> capturing = captureProbe_(stream);
   if (!capturing || *capturing) return nullptr;
-  // A non-blocking communicator still being created cannot take a collective yet.
+  // A non-blocking communicator still being created cannot take the setup exchange yet. Forwarding
+  // this call instead would depend on timing, which differs between ranks: wait for it, as NCCL's
+  // own blocking calls would.
   ncclResult_t async = ncclSuccess;
-  if (nccl_.commGetAsyncError(comm, &async) != ncclSuccess || async == ncclInProgress) return nullptr;
+  for (;;) {
+    if (nccl_.commGetAsyncError(comm, &async) != ncclSuccess) return nullptr;
+    if (async != ncclInProgress) break;
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  if (async != ncclSuccess) return nullptr;  // NCCL reports its own error on the forwarded call
 
   int nRanks = 0, rank = 0, device = -1;
   if (nccl_.commCount(comm, &nRanks) != ncclSuccess || nccl_.commUserRank(comm, &rank) != ncclSuccess ||
       nccl_.commCuDevice(comm, &device) != ncclSuccess)
     return nullptr;
 
-  std::unique_ptr<CommState> state;
+  std::shared_ptr<CommState> state;
   if (nRanks < 2) {
     state = std::make_unique<CommState>();  // nothing to exchange: the same answer on the one rank
     state->why = "single-rank communicator";
@@ -98,7 +114,7 @@ CommState* Interposer::setUp(ncclComm_t comm, cudaStream_t stream) {
   }
   std::unique_lock lock(mutex_);
   auto [it, inserted] = comms_.emplace(comm, std::move(state));
-  return it->second.get();
+  return it->second;
 }
 
 ncclResult_t Interposer::allReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
@@ -109,7 +125,7 @@ ncclResult_t Interposer::allReduce(const void* sendbuff, void* recvbuff, size_t 
   if (!policy.enabled || !policy.symmetric || count == 0 || tGroupDepth > 0 || !symmetricSupports(dtype, rop))
     return forward(sendbuff, recvbuff, count, datatype, op, comm, stream);
 
-  CommState* state = find(comm);
+  std::shared_ptr<CommState> state = find(comm);
   if (state == nullptr) state = setUp(comm, stream);
   if (state == nullptr || !state->ready) return forward(sendbuff, recvbuff, count, datatype, op, comm, stream);
 
@@ -145,23 +161,27 @@ ncclResult_t Interposer::allReduce(const void* sendbuff, void* recvbuff, size_t 
 }
 
 ncclResult_t Interposer::commDestroy(ncclComm_t comm) {
-  forget(comm);
+  forget(comm, /*peersMayBeGone=*/false);
   return nccl_.commDestroy(comm);
 }
 
 ncclResult_t Interposer::commFinalize(ncclComm_t comm) {
-  forget(comm);
+  forget(comm, /*peersMayBeGone=*/false);
   return nccl_.commFinalize ? nccl_.commFinalize(comm) : ncclInvalidUsage;
 }
 
+// Abort and revoke run while peers may be dead and kernels stuck: NCCL's first (it unblocks NCCL's
+// own kernels), then the plugin's state, without waiting for anything.
 ncclResult_t Interposer::commAbort(ncclComm_t comm) {
-  forget(comm);
-  return nccl_.commAbort(comm);
+  const ncclResult_t r = nccl_.commAbort(comm);
+  forget(comm, /*peersMayBeGone=*/true);
+  return r;
 }
 
 ncclResult_t Interposer::commRevoke(ncclComm_t comm, int flags) {
-  forget(comm);
-  return nccl_.commRevoke ? nccl_.commRevoke(comm, flags) : ncclInvalidUsage;
+  const ncclResult_t r = nccl_.commRevoke ? nccl_.commRevoke(comm, flags) : ncclInvalidUsage;
+  forget(comm, /*peersMayBeGone=*/true);
+  return r;
 }
 
 ncclResult_t Interposer::groupStart() {

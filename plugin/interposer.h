@@ -63,16 +63,21 @@ class Interposer {
                        ncclComm_t comm, cudaStream_t stream) {
     return nccl_.allReduce(sendbuff, recvbuff, count, datatype, op, comm, stream);
   }
-  CommState* find(ncclComm_t comm) const;
-  CommState* setUp(ncclComm_t comm, cudaStream_t stream);
-  void forget(ncclComm_t comm);
+  std::shared_ptr<CommState> find(ncclComm_t comm) const;
+  std::shared_ptr<CommState> setUp(ncclComm_t comm, cudaStream_t stream);
+  // Drops the communicator's state. `peersMayBeGone` (abort, revoke): kernels of this communicator may
+  // still be waiting for a dead peer, so its buffers are deliberately left allocated (freeing them
+  // would wait for those kernels); a normal teardown frees them.
+  void forget(ncclComm_t comm, bool peersMayBeGone);
 
   const RealNccl& nccl_;
   const ProcessContext& process_;
   CommSetupFn setup_;
   CaptureProbeFn captureProbe_;
   mutable std::shared_mutex mutex_;
-  std::unordered_map<ncclComm_t, std::unique_ptr<CommState>> comms_;
+  // shared_ptr: a call in flight on one thread keeps the state alive while another thread (a watchdog
+  // calling ncclCommAbort, say) drops it.
+  std::unordered_map<ncclComm_t, std::shared_ptr<CommState>> comms_;
 };
 
 // The process's interposer over the real NCCL and the real (GPU) setup.

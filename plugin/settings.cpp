@@ -31,8 +31,9 @@ constexpr SettingSpec kSpecs[] = {
     {SettingId::ForcePath, "SYMMEM_FORCE_PATH", SettingType::Choice, "auto", kNoLimit, kNoLimit,
      "auto|oneshot|twoshot|nccl",
      "For testing: send every eligible all-reduce down one path instead of the table's choice."},
-    {SettingId::TimeoutMs, "SYMMEM_TIMEOUT_MS", SettingType::Int, "10000", 1, 3600000, nullptr,
-     "Bound on every wait for a peer (setup checks and kernel polls), in milliseconds."},
+    {SettingId::TimeoutMs, "SYMMEM_TIMEOUT_MS", SettingType::Int, "600000", 1, 86400000, nullptr,
+     "How long a kernel waits for a peer before it stops and the communicator's calls fail, in ms. As long "
+     "as PyTorch's NCCL watchdog by default: ranks legitimately drift apart (checkpoints, evaluation)."},
     {SettingId::Attach, "SYMMEM_ATTACH", SettingType::Bool, "1", kNoLimit, kNoLimit, nullptr,
      "When loaded only as NCCL's tuner, bind the process's ncclAllReduce and lifecycle calls to the plugin."},
     {SettingId::P2pCheck, "SYMMEM_P2P_CHECK", SettingType::Bool, "1", kNoLimit, kNoLimit, nullptr,

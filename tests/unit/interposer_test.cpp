@@ -15,6 +15,8 @@ struct FakeNccl {
   static inline int allReduces = 0, destroys = 0, groupStarts = 0, groupEnds = 0, aborts = 0, finalizes = 0;
   static inline std::map<ncclComm_t, int> sizes;
   static inline ncclResult_t asyncState = ncclSuccess;
+  static inline int inProgressPolls = 0;  // answers ncclInProgress this many more times
+  static inline int asyncPolls = 0;
 
   static RealNccl table() {
     RealNccl r;
@@ -31,13 +33,18 @@ struct FakeNccl {
     r.commCount = [](const ncclComm_t c, int* n) { *n = sizes[c]; return ncclSuccess; };
     r.commUserRank = [](const ncclComm_t, int* rank) { *rank = 0; return ncclSuccess; };
     r.commCuDevice = [](const ncclComm_t, int* dev) { *dev = 0; return ncclSuccess; };
-    r.commGetAsyncError = [](ncclComm_t, ncclResult_t* s) { *s = asyncState; return ncclSuccess; };
+    r.commGetAsyncError = [](ncclComm_t, ncclResult_t* s) {
+      ++asyncPolls;
+      *s = inProgressPolls > 0 ? (--inProgressPolls, ncclInProgress) : asyncState;
+      return ncclSuccess;
+    };
     return r;
   }
   static void reset() {
     allReduces = destroys = groupStarts = groupEnds = aborts = finalizes = 0;
     sizes.clear();
     asyncState = ncclSuccess;
+    inProgressPolls = asyncPolls = 0;
   }
 };
 
@@ -47,6 +54,8 @@ class FakeSymmetric : public kernels::SymmetricComm {
   static inline int calls = 0;
   static inline kernels::Algorithm lastAlgorithm = kernels::Algorithm::OneShot;
   static inline kernels::Status answer = kernels::Status::Ok;
+  static inline int destroyed = 0;
+  ~FakeSymmetric() override { ++destroyed; }
   kernels::Status allReduce(const void*, void*, size_t, DataType, ReduceOp, kernels::Algorithm a, cudaStream_t) override {
     ++calls;
     lastAlgorithm = a;
@@ -71,6 +80,7 @@ class InterposerTest : public ::testing::Test {
     FakeNccl::reset();
     FakeSymmetric::calls = 0;
     FakeSymmetric::answer = kernels::Status::Ok;
+    FakeSymmetric::destroyed = 0;
     nccl = FakeNccl::table();
     table = DecisionTable::builtIn();
     process.table = &table;
@@ -145,22 +155,33 @@ TEST_F(InterposerTest, SingleRankNeedsNoExchange) {
   EXPECT_EQ(FakeNccl::allReduces, 1);
 }
 
-TEST_F(InterposerTest, NoSetupDuringCaptureOrWhileNonBlockingInitIsInProgress) {
+TEST_F(InterposerTest, NoSetupDuringCapture) {
   Interposer capturing = make(true, /*capturing=*/true);
   ncclComm_t comm = fakeComm(0x4000, 2);
   EXPECT_EQ(capturing.allReduce(buf, buf, 8, ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
   EXPECT_EQ(setups, 0);
   EXPECT_EQ(capturing.liveCommunicators(), 0u) << "setup waits for an eager call";
+  EXPECT_EQ(FakeNccl::allReduces, 1);
+}
 
+// Whether a non-blocking communicator is still initialising depends on timing, which differs between
+// ranks: setup waits for it instead of forwarding (forwarding on one rank while another starts the
+// setup exchange would pair different collectives).
+TEST_F(InterposerTest, NonBlockingInitIsWaitedForNotForwarded) {
   Interposer eager = make(true);
-  FakeNccl::asyncState = ncclInProgress;
-  EXPECT_EQ(eager.allReduce(buf, buf, 8, ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
-  EXPECT_EQ(setups, 0);
-  FakeNccl::asyncState = ncclSuccess;
+  ncclComm_t comm = fakeComm(0x4100, 2);
+  FakeNccl::inProgressPolls = 3;
   EXPECT_EQ(eager.allReduce(buf, buf, 8, ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
   EXPECT_EQ(setups, 1);
-  EXPECT_EQ(FakeNccl::allReduces, 2);
+  EXPECT_GE(FakeNccl::asyncPolls, 4);
+  EXPECT_EQ(FakeNccl::allReduces, 0);
   EXPECT_EQ(FakeSymmetric::calls, 1);
+  // A communicator whose initialisation failed is left to NCCL, which reports the error.
+  ncclComm_t broken = fakeComm(0x4200, 2);
+  FakeNccl::asyncState = ncclInternalError;
+  EXPECT_EQ(eager.allReduce(buf, buf, 8, ncclFloat32, ncclSum, broken, nullptr), ncclSuccess);
+  EXPECT_EQ(setups, 1);
+  EXPECT_EQ(FakeNccl::allReduces, 1);
 }
 
 TEST_F(InterposerTest, GroupedCallsGoToNccl) {
@@ -200,6 +221,22 @@ TEST_F(InterposerTest, TeardownForgetsTheCommunicatorSoAReusedAddressStartsFresh
   // Revoke does not exist in this stand-in NCCL: the call reports it, after forgetting the state.
   ip.allReduce(buf, buf, 8, ncclFloat32, ncclSum, comm, nullptr);
   EXPECT_EQ(ip.commRevoke(comm, 0), ncclInvalidUsage);
+  EXPECT_EQ(ip.liveCommunicators(), 0u);
+}
+
+// Abort runs while peers may be dead and the plugin's kernels stuck waiting for them: nothing may wait
+// for those kernels (freeing their buffers would), so the buffers are left allocated; a normal
+// destroy frees them.
+TEST_F(InterposerTest, AbortNeverWaitsDestroyFrees) {
+  Interposer ip = make(true);
+  ncclComm_t a = fakeComm(0x6100, 2), b = fakeComm(0x6200, 2);
+  ip.allReduce(buf, buf, 8, ncclFloat32, ncclSum, a, nullptr);
+  ip.allReduce(buf, buf, 8, ncclFloat32, ncclSum, b, nullptr);
+  EXPECT_EQ(ip.commAbort(a), ncclSuccess);
+  EXPECT_EQ(FakeNccl::aborts, 1);
+  EXPECT_EQ(FakeSymmetric::destroyed, 0) << "abort must not release (and so wait for) the kernels' buffers";
+  EXPECT_EQ(ip.commDestroy(b), ncclSuccess);
+  EXPECT_EQ(FakeSymmetric::destroyed, 1);
   EXPECT_EQ(ip.liveCommunicators(), 0u);
 }
 

@@ -27,7 +27,7 @@ TEST(Settings, DefaultsWhenUnset) {
   EXPECT_TRUE(s.flag(SettingId::Symmetric));
   EXPECT_TRUE(s.flag(SettingId::Tuner));
   EXPECT_TRUE(s.flag(SettingId::Attach));
-  EXPECT_EQ(s.integer(SettingId::TimeoutMs), 10000);
+  EXPECT_EQ(s.integer(SettingId::TimeoutMs), 600000);
   EXPECT_EQ(s.text(SettingId::ForcePath), "auto");
   EXPECT_EQ(s.text(SettingId::Table), "");
   EXPECT_EQ(s.value(SettingId::Enable).source, SettingSource::Default);
@@ -78,12 +78,12 @@ TEST(Settings, IntegerRangeAndSyntax) {
   std::vector<std::string> problems;
   EXPECT_EQ(loadWith({{"SYMMEM_TIMEOUT_MS", "250"}}, &problems).integer(SettingId::TimeoutMs), 250);
   EXPECT_EQ(loadWith({{"SYMMEM_TIMEOUT_MS", "1"}}, &problems).integer(SettingId::TimeoutMs), 1);
-  EXPECT_EQ(loadWith({{"SYMMEM_TIMEOUT_MS", "3600000"}}, &problems).integer(SettingId::TimeoutMs), 3600000);
+  EXPECT_EQ(loadWith({{"SYMMEM_TIMEOUT_MS", "86400000"}}, &problems).integer(SettingId::TimeoutMs), 86400000);
   EXPECT_TRUE(problems.empty());
-  for (const char* bad : {"0", "-5", "3600001", "10s", "1e3", "", "abc", "99999999999999999999"}) {
+  for (const char* bad : {"0", "-5", "86400001", "10s", "1e3", "", "abc", "99999999999999999999"}) {
     problems.clear();
     Settings s = loadWith({{"SYMMEM_TIMEOUT_MS", bad}}, &problems);
-    EXPECT_EQ(s.integer(SettingId::TimeoutMs), 10000) << bad;
+    EXPECT_EQ(s.integer(SettingId::TimeoutMs), 600000) << bad;
     ASSERT_EQ(problems.size(), 1u) << bad;
     EXPECT_NE(problems[0].find("SYMMEM_TIMEOUT_MS"), std::string::npos);
   }

@@ -37,7 +37,7 @@ TEST(SymmemInfo, DefaultShowsVersionSettingsAndDecisions) {
   ASSERT_EQ(r.exitCode, 0) << r.out;
   EXPECT_TRUE(has(r, "nccl-symmem ")) << r.out;
   EXPECT_TRUE(has(r, "NCCL built against: 2."));
-  EXPECT_TRUE(has(r, "SYMMEM_TIMEOUT_MS  = 10000        [default]"));
+  EXPECT_TRUE(has(r, "SYMMEM_TIMEOUT_MS  = 600000       [default]"));
   EXPECT_TRUE(has(r, "8B  symmetric one-shot"));
   EXPECT_TRUE(has(r, "256MiB  NCCL"));
 }
