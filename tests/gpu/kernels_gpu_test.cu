@@ -9,7 +9,9 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -26,9 +28,17 @@ namespace {
 using testing::RankFailures;
 using testing::ShmAllGather;
 
-constexpr size_t kOneShotMax = 256 << 10;
-constexpr size_t kTwoShotMax = 4 << 20;
+// The built-in table's largest limits (NVLink, 2 ranks): one-shot to 1 MiB, two-shot to 8 MiB.
+constexpr size_t kOneShotMax = 1 << 20;
+constexpr size_t kTwoShotMax = 8 << 20;
 constexpr int kGraphReplays = 10000;
+
+// SYMMEM_GPU_TESTS_LIGHT=1: a short run of the same code paths (sizes to 64 KiB / 256 KiB, sum and
+// max, 20 graph replays), for runs under compute-sanitizer, which slows every kernel a hundredfold.
+bool lightRun() {
+  const char* v = std::getenv("SYMMEM_GPU_TESTS_LIGHT");
+  return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
+}
 
 #define SKIP_WITHOUT_GPUS(n)                                                                       \
   do {                                                                                             \
@@ -150,6 +160,16 @@ struct SweepOptions {
   size_t oneShotLimit = kOneShotMax;   // largest size tried
   size_t twoShotLimit = kTwoShotMax;
   bool allTypes = true;
+
+  // The light run's cut of these options.
+  SweepOptions lightened() const {
+    if (!lightRun()) return *this;
+    SweepOptions o = *this;
+    o.ops = {0, 2};
+    o.oneShotLimit = std::min<size_t>(oneShotLimit, 64 << 10);
+    o.twoShotLimit = std::min<size_t>(twoShotLimit, 256 << 10);
+    return o;
+  }
 };
 
 // One case: fills this rank's input, runs the all-reduce, compares with the reference.
@@ -186,7 +206,8 @@ int runCase(SymmetricComm& comm, const RankSetup& s, cudaStream_t stream, char* 
 }
 
 // The whole sweep for one rank: types x ops x sizes x in/out of place x algorithms (+ unaligned).
-int correctnessSweep(const RankSetup& s, const SweepOptions& o, RankFailures& f) {
+int correctnessSweep(const RankSetup& s, const SweepOptions& options, RankFailures& f) {
+  const SweepOptions o = options.lightened();
   CUDA_OK(f, cudaSetDevice(s.device));
   // Allocate before the comm exists: with several ranks per process, nothing that may synchronise
   // the device may run once peers can be waiting for this rank.
@@ -336,6 +357,7 @@ int graphReplay(SymmetricComm& comm, const RankSetup& s, size_t count, int op, A
 }
 
 int graphSuite(const RankSetup& s, int replays, RankFailures& f) {
+  if (lightRun()) replays = std::min(replays, 20);
   CUDA_OK(f, cudaSetDevice(s.device));
   std::string why;
   auto comm = makeComm(s, &why);
@@ -346,6 +368,7 @@ int graphSuite(const RankSetup& s, int replays, RankFailures& f) {
   graphReplay<__nv_bfloat16>(*comm, s, 4096, 0, Algorithm::OneShot, true, replays, f);     // 8 KiB
   graphReplay<float>(*comm, s, 4097, 2, Algorithm::OneShot, false, replays, f);            // odd size, max
   graphReplay<__half>(*comm, s, 3, 3, Algorithm::OneShot, true, replays, f);               // tail only
+  graphReplay<__nv_bfloat16>(*comm, s, 512 << 10, 0, Algorithm::OneShot, false, replays, f); // 1 MiB
   graphReplay<__half>(*comm, s, 512 << 10, 0, Algorithm::TwoShot, true, replays, f);       // 1 MiB
   graphReplay<__nv_bfloat16>(*comm, s, 65537, 1, Algorithm::TwoShot, false, replays, f);   // odd, prod
   s.shm->barrier(s.rank);
