@@ -13,7 +13,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <mutex>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "kernels/allreduce_launch.h"
@@ -109,6 +111,25 @@ bool allOk(const std::vector<Record>& records, std::string* why) {
     }
   }
   return true;
+}
+
+// Peer access from the current device (`device`) to `peer`, enabled at most once per process by this
+// module: asking again fails with cudaErrorPeerAccessAlreadyEnabled, harmless but reported as an API
+// error by tools such as compute-sanitizer. Access enabled by someone else (NCCL in the same
+// process) still answers "already enabled" once, which counts as success. (A cudaDeviceReset under
+// live communicators would make this stale; NCCL does not survive one either.)
+cudaError_t enablePeerAccessOnce(int device, int peer) {
+  static std::mutex mutex;
+  static std::set<std::pair<int, int>> enabled;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (enabled.count({device, peer}) != 0) return cudaSuccess;
+  cudaError_t err = cudaDeviceEnablePeerAccess(peer, 0);
+  if (err == cudaErrorPeerAccessAlreadyEnabled) {
+    cudaGetLastError();
+    err = cudaSuccess;
+  }
+  if (err == cudaSuccess) enabled.insert({device, peer});
+  return err;
 }
 
 }  // namespace
@@ -258,11 +279,7 @@ bool SymmetricCommImpl::setup(const AllGatherFn& allGather, std::string* why) {
                     " (rank " + std::to_string(q) + ", same process)";
             break;
           }
-          err = cudaDeviceEnablePeerAccess(f.device, 0);
-          if (err == cudaErrorPeerAccessAlreadyEnabled) {
-            cudaGetLastError();
-            err = cudaSuccess;
-          }
+          err = enablePeerAccessOnce(config_.device, f.device);
           if (err != cudaSuccess) {
             local = cudaText(("cudaDeviceEnablePeerAccess to device " + std::to_string(f.device)).c_str(), err);
             break;
