@@ -7,6 +7,7 @@
 #include <nccl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -98,31 +99,34 @@ TEST(InterposerGpu, ManyCommunicatorsNoLeakSplitAbortAndGraphs) {
 
     // 200 communicators, each with an all-reduce that sets up the symmetric path, then destroyed.
     // The loop never depends on this rank's failures: a rank that left it early would leave its
-    // peer waiting in a collective. Device memory is sampled along the way (and shown): the check
-    // is on the second half, after anything created once per process (a context, NCCL's pools).
+    // peer waiting in a collective. Free device memory is sampled every 25 communicators and shown.
+    // On the GPU machine it moves between two levels 288 MiB apart whatever the plugin does (NCCL's
+    // and the driver's pools), so one sample proves nothing: the check compares the highest free
+    // value of the second half with that of the first (after the first 25). A leak of even 1 MiB
+    // per communicator lowers every later sample and fails it.
     const auto t0 = std::chrono::steady_clock::now();
-    size_t freeAtHalf = 0;
+    size_t firstHalfMax = 0, secondHalfMax = 0;
     std::string trajectory;
     for (int i = 1; i <= kCommunicators; ++i) {
       ncclComm_t comm;
       newComm(&comm);
       checkedAllReduce(f, comm, stream, rank, kRanks, 1000 + i, i);
       NCCL_OK(f, ncclCommDestroy(comm));
-      if (i % 25 == 0 || i == 1) {
+      if (i % 25 == 0) {
         size_t freeNow = 0, total = 0;
         cudaMemGetInfo(&freeNow, &total);
-        if (i == kCommunicators / 2) freeAtHalf = freeNow;
+        size_t& half = i <= kCommunicators / 2 ? firstHalfMax : secondHalfMax;
+        half = std::max(half, freeNow);
         trajectory += " " + std::to_string(i) + ":" + std::to_string(freeNow >> 20);
         const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         std::fprintf(stderr, "[rank %d] %d/%d communicators, %.0f s, %zu MiB free\n", rank, i, kCommunicators, s,
                      freeNow >> 20);
       }
     }
-    size_t freeAtEnd = 0, total = 0;
-    cudaMemGetInfo(&freeAtEnd, &total);
-    if (freeAtEnd + (64ull << 20) < freeAtHalf)
-      f.fail("device memory leaked: %zu MiB free after %d communicators, %zu MiB after %d (MiB free along the way:%s)",
-             freeAtHalf >> 20, kCommunicators / 2, freeAtEnd >> 20, kCommunicators, trajectory.c_str());
+    if (secondHalfMax + (64ull << 20) < firstHalfMax)
+      f.fail("device memory leaked: at most %zu MiB free in communicators 101-200, %zu MiB in 25-100 (MiB free "
+             "along the way:%s)",
+             secondHalfMax >> 20, firstHalfMax >> 20, trajectory.c_str());
 
     // A split communicator works and is set up on its own.
     ncclComm_t parent, child;
