@@ -7,6 +7,9 @@
       --title "nccl-tests all_reduce_perf -G 20 -t 2 -g 1, float sum" --out docs/results/nccl-tests_h200x2.png
   tools/plot_results.py torch docs/results/torch-allreduce-graph_h200x2.csv \
       --title "PyTorch dist.all_reduce, bf16, CUDA graph" --out docs/results/torch_h200x2.png
+  tools/plot_results.py nccl-tests docs/results/nccl-tests-latency-tuned-table_h200x2.csv \
+      --title "nccl-tests -G 20 -t 2 -g 1, float sum, plugin with symmem-tune's table" \
+      --out docs/results/nccl-tests-tuned-table_h200x2.png
 
 `kernels` reads symmem-bench CSV (columns bytes,path,mode,median_us) and draws stock NCCL, NCCL symmetric
 windows, both kernels, and the plugin (the path the table picks at each size, given its limits).
