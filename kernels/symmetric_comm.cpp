@@ -49,11 +49,32 @@ Status SymmetricCommImpl::allReduce(const void* send, void* recv, size_t count, 
   const bool twoShot = algorithm == Algorithm::TwoShot;
   if (twoShot ? !twoShotFits(view_.layout, bytes) : !oneShotFits(view_.layout, bytes)) return Status::Unsupported;
 
+  // Calls of one communicator run in the order they are made, whatever stream each is on, as NCCL's
+  // do: two of them running at once would share round buffers. An eager call on another stream than
+  // the previous eager call waits for that call (an event recorded after every eager launch). Captured
+  // calls are left alone: they run when the graph is replayed, ordered by the graph and its stream.
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusActive;
+  if (config_.orderStreams && cudaStreamIsCapturing(stream, &capture) != cudaSuccess) {
+    cudaGetLastError();
+    capture = cudaStreamCaptureStatusActive;  // cannot tell: touch no event
+  }
+  const bool ordered = capture == cudaStreamCaptureStatusNone;  // an eager call, ordering on
+
   int current = -1;
   cudaGetDevice(&current);
   if (current != config_.device) cudaSetDevice(config_.device);
-  const cudaError_t err = twoShot ? launchTwoShot(view_, send, recv, count, dtype, op, launch_, stream)
-                                  : launchOneShot(view_, send, recv, count, dtype, op, launch_, stream);
+  cudaError_t err = cudaSuccess;
+  if (ordered && haveLast_ && stream != lastStream_) err = cudaStreamWaitEvent(stream, lastDone_, 0);
+  if (err == cudaSuccess)
+    err = twoShot ? launchTwoShot(view_, send, recv, count, dtype, op, launch_, stream)
+                  : launchOneShot(view_, send, recv, count, dtype, op, launch_, stream);
+  if (err == cudaSuccess && ordered) {
+    // The call is launched whatever happens here; without the event the next call on another stream
+    // is ordered only by the application.
+    haveLast_ = cudaEventRecord(lastDone_, stream) == cudaSuccess;
+    if (!haveLast_) cudaGetLastError();
+    lastStream_ = stream;
+  }
   if (current != config_.device && current >= 0) cudaSetDevice(current);
   if (err != cudaSuccess) {
     SYMMEM_WARN("symmetric all-reduce: kernel launch failed on rank %d: %s", config_.rank, cudaGetErrorString(err));

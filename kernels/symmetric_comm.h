@@ -36,6 +36,8 @@ struct SymmetricConfig {
                                 // the device's multiprocessor count)
   bool programmaticLaunch = true;  // launch with programmatic stream serialization (sm_90+): the kernel's
                                    // launch overlaps the previous kernel; semantics unchanged
+  bool orderStreams = true;        // eager calls on different streams run in call order, as NCCL's do (an
+                                   // event after every eager call); off only to measure what that costs
 };
 
 enum class Status {

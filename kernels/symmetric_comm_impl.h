@@ -36,6 +36,10 @@ class SymmetricCommImpl final : public SymmetricComm {
   DeviceControl* control_ = nullptr;          // device memory
   volatile uint32_t* errorHost_ = nullptr;    // mapped pinned memory, [0] DeviceError, [1] peer
   std::atomic<bool> timeoutReported_{false};
+  // Cross-stream order of eager calls (symmetric_comm.cpp): recorded after every eager launch.
+  cudaEvent_t lastDone_ = nullptr;
+  cudaStream_t lastStream_ = nullptr;
+  bool haveLast_ = false;
 };
 
 }  // namespace symmem::kernels

@@ -152,6 +152,9 @@ void SymmetricCommImpl::release() {
   if (localBuffer_ != nullptr) cudaFree(localBuffer_);
   if (control_ != nullptr) cudaFree(control_);
   if (errorHost_ != nullptr) cudaFreeHost(const_cast<uint32_t*>(errorHost_));
+  if (lastDone_ != nullptr) cudaEventDestroy(lastDone_);
+  lastDone_ = nullptr;
+  haveLast_ = false;
   localBuffer_ = nullptr;
   control_ = nullptr;
   errorHost_ = nullptr;
@@ -209,6 +212,10 @@ bool SymmetricCommImpl::setup(const AllGatherFn& allGather, std::string* why) {
   }
   if (local.empty() && (err = cudaMemsetAsync(control_, 0, sizeof(DeviceControl), stream)) != cudaSuccess)
     local = cudaText("cudaMemset", err);
+  if (local.empty() && (err = cudaEventCreateWithFlags(&lastDone_, cudaEventDisableTiming)) != cudaSuccess) {
+    lastDone_ = nullptr;
+    local = cudaText("cudaEventCreate", err);
+  }
   void* errorHost = nullptr;
   if (local.empty() && (err = cudaHostAlloc(&errorHost, 4 * sizeof(uint32_t), cudaHostAllocMapped)) != cudaSuccess)
     local = cudaText("cudaHostAlloc of the error word", err);

@@ -53,13 +53,15 @@ struct Options {
   int timeoutSec = 540;
   bool eager = true;
   bool pdl = true;
+  bool streamOrder = true;
 };
 
 void usage() {
   std::fprintf(stderr,
                "usage: symmem-bench [-b MIN] [-e MAX] [-f FACTOR] [--dtype bf16|fp16|fp32] [--csv PATH]\n"
                "                    [--iters N] [--reps N] [--ngpus N] [--one-shot-max BYTES] [--two-shot-max BYTES]\n"
-               "                    [--max-blocks N] [--no-pdl] [--no-eager] [--timeout-s S]\n"
+               "                    [--max-blocks N] [--no-pdl] [--no-stream-order] [--no-eager]\n"
+               "                    [--timeout-s S]\n"
                "sizes accept K/M/G suffixes; defaults: -b 8 -e 64M -f 2, bf16 sum, 200 iters, 7 reps\n");
 }
 
@@ -82,6 +84,7 @@ bool parseArgs(int argc, char** argv, Options& o) {
     if (a == "-h" || a == "--help") return false;
     if (a == "--no-eager") { o.eager = false; continue; }
     if (a == "--no-pdl") { o.pdl = false; continue; }
+    if (a == "--no-stream-order") { o.streamOrder = false; continue; }
     if ((v = next()) == nullptr) return false;
     if (a == "-b") o.minBytes = parseSize(v);
     else if (a == "-e") o.maxBytes = parseSize(v);
@@ -155,6 +158,7 @@ int runRank(int rank, int n, const Options& o, bench::RankRendezvous* shared) {
   cfg.timeoutMs = o.timeoutMs;
   cfg.maxBlocks = o.maxBlocks;
   cfg.programmaticLaunch = o.pdl;
+  cfg.orderStreams = o.streamOrder;
   std::string why;
   auto allGather = [&](const void* send, void* recv, size_t bytes) {
     void *dSend = nullptr, *dRecv = nullptr;
@@ -185,8 +189,9 @@ int runRank(int rank, int n, const Options& o, bench::RankRendezvous* shared) {
     cudaRuntimeGetVersion(&rt);
     cudaDriverGetVersion(&drv);
     std::printf("# symmem-bench: %d x %s, NCCL %d, CUDA runtime %d, driver %d, %s sum, in place, %d calls x %d reps, "
-                "max blocks %d, programmatic launch %s\n",
-                n, prop.name, ncclVersion, rt, drv, o.dtype.c_str(), o.iters, o.reps, o.maxBlocks, o.pdl ? "on" : "off");
+                "max blocks %d, programmatic launch %s, cross-stream order %s\n",
+                n, prop.name, ncclVersion, rt, drv, o.dtype.c_str(), o.iters, o.reps, o.maxBlocks, o.pdl ? "on" : "off",
+                o.streamOrder ? "on" : "off");
   }
 
   // ---- floor: launch cost of an empty kernel in a graph, one-way peer store latency ----------------

@@ -127,6 +127,7 @@ struct RankSetup {
   size_t twoShotMax = kTwoShotMax;
   int64_t timeoutMs = 10000;
   int maxBlocks = 0;
+  bool orderStreams = true;
   ShmAllGather* shm = nullptr;
 };
 
@@ -139,6 +140,7 @@ std::unique_ptr<SymmetricComm> makeComm(const RankSetup& s, std::string* why) {
   c.twoShotMaxBytes = s.twoShotMax;
   c.timeoutMs = s.timeoutMs;
   c.maxBlocks = s.maxBlocks;
+  c.orderStreams = s.orderStreams;
   ShmAllGather* shm = s.shm;
   const int rank = s.rank;
   return SymmetricComm::create(
@@ -454,6 +456,71 @@ TEST(KernelsGpu, TimeoutWhenAPeerNeverArrives) {
     }
     shm.barrier(rank);
     comm.reset();
+    return f.count;
+  });
+  EXPECT_EQ(report, "");
+}
+
+// Calls alternate between two streams with no synchronisation in between: NCCL runs a communicator's
+// calls in the order they are made whatever their streams, and so must this path (two calls running at
+// once would share round buffers). Inputs are on the device before the first call, so nothing but that
+// order keeps the kernels of consecutive calls from overlapping. SYMMEM_GPU_TESTS_UNORDERED=1 turns the
+// ordering off (SymmetricConfig::orderStreams), to see this test fail without it.
+TEST(KernelsGpu, CallsOnTwoStreamsRunInOrder) {
+  SKIP_WITHOUT_GPUS(2);
+  ShmAllGather shm(2, 4096);
+  const std::string report = testing::runForked(2, 120, [&](int rank) {
+    RankFailures f{rank};
+    RankSetup s;
+    s.rank = rank;
+    s.device = rank;
+    s.shm = &shm;
+    s.timeoutMs = 5000;
+    const char* unordered = std::getenv("SYMMEM_GPU_TESTS_UNORDERED");
+    s.orderStreams = unordered == nullptr || std::strcmp(unordered, "1") != 0;
+    CUDA_OK(f, cudaSetDevice(s.device));
+    constexpr int kCalls = 96;
+    constexpr size_t kCount = 4099;  // 16 KiB and a tail
+    cudaStream_t streams[2];
+    for (cudaStream_t& st : streams) CUDA_OK(f, cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    float* buf = nullptr;
+    CUDA_OK(f, cudaMalloc(&buf, kCalls * kCount * sizeof(float)));
+    std::vector<float> host(kCalls * kCount);
+    auto algoOf = [](int call) { return call % 3 == 2 ? Algorithm::TwoShot : Algorithm::OneShot; };
+    for (int c = 0; c < kCalls; ++c)
+      for (size_t i = 0; i < kCount; ++i) host[c * kCount + i] = testValue(0, rank, i, 7000 + c);
+    CUDA_OK(f, cudaMemcpy(buf, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice));
+    std::string why;
+    auto comm = makeComm(s, &why);
+    if (!comm) {
+      f.fail("create failed: %s", why.c_str());
+      return f.count;
+    }
+    shm.barrier(rank);
+    for (int c = 0; c < kCalls; ++c) {
+      const Status st = comm->allReduce(buf + c * kCount, buf + c * kCount, kCount, DataType::Float32, ReduceOp::Sum,
+                                        algoOf(c), streams[c % 2]);
+      RANK_CHECK(f, st == Status::Ok, "call %d returned %s", c, statusName(st));
+    }
+    for (cudaStream_t st : streams) CUDA_OK(f, cudaStreamSynchronize(st));
+    CUDA_OK(f, cudaMemcpy(host.data(), buf, host.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    RANK_CHECK(f, comm->deviceStatus() == Status::Ok, "deviceStatus %s", statusName(comm->deviceStatus()));
+    int wrongCalls = 0;
+    for (int c = 0; c < kCalls; ++c) {
+      const bool twoShot = algoOf(c) == Algorithm::TwoShot;
+      for (size_t i = 0; i < kCount; ++i) {
+        const float want = referenceValue(0, s.nRanks, i, 7000 + c, twoShot);
+        if (bitsOf(host[c * kCount + i]) != bitsOf(want)) {
+          if (wrongCalls++ < 3)
+            f.fail("call %d (stream %d) element %zu is %g, expected %g", c, c % 2, i, host[c * kCount + i], want);
+          break;
+        }
+      }
+    }
+    shm.barrier(rank);
+    comm.reset();
+    cudaFree(buf);
+    for (cudaStream_t st : streams) cudaStreamDestroy(st);
     return f.count;
   });
   EXPECT_EQ(report, "");
