@@ -131,6 +131,15 @@ struct RankSetup {
   ShmAllGather* shm = nullptr;
 };
 
+// Rank `rank` of two processes, on GPU `rank`.
+RankSetup rankOnOwnGpu(int rank, ShmAllGather& shm) {
+  RankSetup s;
+  s.rank = rank;
+  s.device = rank;
+  s.shm = &shm;
+  return s;
+}
+
 std::unique_ptr<SymmetricComm> makeComm(const RankSetup& s, std::string* why) {
   SymmetricConfig c;
   c.rank = s.rank;
@@ -383,11 +392,7 @@ TEST(KernelsGpu, CorrectnessTwoProcesses) {
   ShmAllGather shm(2, 4096);
   const std::string report = testing::runForked(2, 300, [&](int rank) {
     RankFailures f{rank};
-    RankSetup s;
-    s.rank = rank;
-    s.nRanks = 2;
-    s.device = rank;
-    s.shm = &shm;
+    RankSetup s = rankOnOwnGpu(rank, shm);
     return correctnessSweep(s, SweepOptions{}, f);
   });
   EXPECT_EQ(report, "");
@@ -398,10 +403,7 @@ TEST(KernelsGpu, GraphReplayTwoProcesses) {
   ShmAllGather shm(2, 4096);
   const std::string report = testing::runForked(2, 240, [&](int rank) {
     RankFailures f{rank};
-    RankSetup s;
-    s.rank = rank;
-    s.device = rank;
-    s.shm = &shm;
+    RankSetup s = rankOnOwnGpu(rank, shm);
     return graphSuite(s, kGraphReplays, f);
   });
   EXPECT_EQ(report, "");
@@ -416,10 +418,7 @@ TEST(KernelsGpu, TimeoutWhenAPeerNeverArrives) {
   const std::string report = testing::runForked(2, 120, [&](int rank) {
     RankFailures f{rank};
     setenv("SYMMEM_TIMEOUT_MS", std::to_string(kTimeoutMs).c_str(), 1);
-    RankSetup s;
-    s.rank = rank;
-    s.device = rank;
-    s.shm = &shm;
+    RankSetup s = rankOnOwnGpu(rank, shm);
     s.timeoutMs = testing::timeoutSettingMs();
     RANK_CHECK(f, s.timeoutMs == kTimeoutMs, "SYMMEM_TIMEOUT_MS not read (%lld)", static_cast<long long>(s.timeoutMs));
     CUDA_OK(f, cudaSetDevice(s.device));
@@ -471,10 +470,7 @@ TEST(KernelsGpu, CallsOnTwoStreamsRunInOrder) {
   ShmAllGather shm(2, 4096);
   const std::string report = testing::runForked(2, 120, [&](int rank) {
     RankFailures f{rank};
-    RankSetup s;
-    s.rank = rank;
-    s.device = rank;
-    s.shm = &shm;
+    RankSetup s = rankOnOwnGpu(rank, shm);
     s.timeoutMs = 5000;
     const char* unordered = std::getenv("SYMMEM_GPU_TESTS_UNORDERED");
     s.orderStreams = unordered == nullptr || std::strcmp(unordered, "1") != 0;
@@ -598,10 +594,7 @@ TEST(KernelsGpu, SetupFailureOnOneRankFailsAll) {
     ShmAllGather shm(2, 4096, 30000);
     const std::string report = testing::runForked(2, 60, [&](int rank) {
       RankFailures f{rank};
-      RankSetup s;
-      s.rank = rank;
-      s.device = rank;
-      s.shm = &shm;
+      RankSetup s = rankOnOwnGpu(rank, shm);
       if (rank == 1 && variant == 0) s.device = 99;             // no such device
       if (rank == 1 && variant == 1) s.oneShotMax = 128 << 10;  // disagrees on the layout
       std::string why;
@@ -625,10 +618,7 @@ TEST(KernelsGpu, CreateDestroyRepeatedly) {
     CUDA_OK(f, cudaSetDevice(rank));
     size_t free0 = 0, total = 0;
     for (int i = 0; i < 20; ++i) {
-      RankSetup s;
-      s.rank = rank;
-      s.device = rank;
-      s.shm = &shm;
+      RankSetup s = rankOnOwnGpu(rank, shm);
       std::string why;
       auto comm = makeComm(s, &why);
       RANK_CHECK(f, comm != nullptr, "create %d failed: %s", i, why.c_str());
