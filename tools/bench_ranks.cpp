@@ -1,5 +1,6 @@
 #include "tools/bench_ranks.h"
 
+#include <glob.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -13,6 +14,14 @@
 #include <vector>
 
 namespace symmem::bench {
+
+int countGpuDeviceNodes() {
+  glob_t g{};
+  int n = 0;
+  if (glob("/dev/nvidia[0-9]*", 0, nullptr, &g) == 0) n = static_cast<int>(g.gl_pathc);
+  globfree(&g);
+  return n;
+}
 
 using Clock = std::chrono::steady_clock;
 

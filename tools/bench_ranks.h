@@ -21,6 +21,10 @@ struct RankRendezvous {
   std::atomic<uint64_t> arrived[kMaxForkedRanks];
 };
 
+// GPU device nodes the NVIDIA driver created (/dev/nvidia0, /dev/nvidia1, ...): a count that needs no
+// CUDA call, so a parent that forks ranks can ask it first.
+int countGpuDeviceNodes();
+
 // Zero-filled memory shared with processes forked afterwards; nullptr if the mapping fails.
 void* mapSharedBetweenRanks(size_t bytes);
 

@@ -8,7 +8,6 @@
 // one replay between events), `reps` repetitions each, median per-call time. In place, like NCCL's
 // own symmetric-kernel numbers. Rank 0 prints the table and writes the CSV.
 #include <cuda_runtime_api.h>
-#include <glob.h>
 #include <nccl.h>
 
 #include <algorithm>
@@ -366,14 +365,6 @@ int runRank(int rank, int n, const Options& o, bench::RankRendezvous* shared) {
   return totalWrong == 0 ? 0 : 7;
 }
 
-int countGpuNodes() {
-  glob_t g{};
-  int n = 0;
-  if (glob("/dev/nvidia[0-9]*", 0, nullptr, &g) == 0) n = static_cast<int>(g.gl_pathc);
-  globfree(&g);
-  return n;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -384,7 +375,7 @@ int main(int argc, char** argv) {
   }
   // NVLink SHARP / multicast stays off (it needs cuMulticastCreate, which this tool never uses).
   setenv("NCCL_NVLS_ENABLE", "0", 0);
-  const int n = o.nGpus > 0 ? o.nGpus : countGpuNodes();
+  const int n = o.nGpus > 0 ? o.nGpus : bench::countGpuDeviceNodes();
   if (n < 2) {
     std::fprintf(stderr, "symmem-bench: needs at least 2 GPUs (found %d; pass --ngpus)\n", n);
     return 1;

@@ -10,24 +10,16 @@
 #include <chrono>
 #include <cstdarg>
 #include <cstring>
-#include <glob.h>
 #include <thread>
 #include <vector>
 
 #include "plugin/settings.h"
+#include "tools/bench_ranks.h"
 
 namespace symmem::testing {
 
 namespace {
 using Clock = std::chrono::steady_clock;
-
-int countDeviceNodes() {
-  glob_t g{};
-  int n = 0;
-  if (glob("/dev/nvidia[0-9]*", 0, nullptr, &g) == 0) n = static_cast<int>(g.gl_pathc);
-  globfree(&g);
-  return n;
-}
 }  // namespace
 
 int gpuCount(std::string* why) {
@@ -35,7 +27,7 @@ int gpuCount(std::string* why) {
   static std::string cachedWhy;
   if (cached < 0) {
     cached = 0;
-    if (countDeviceNodes() == 0) {
+    if (bench::countGpuDeviceNodes() == 0) {
       cachedWhy = "no /dev/nvidia[0-9]* device nodes";
     } else {
       int fds[2];
