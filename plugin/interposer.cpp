@@ -161,6 +161,7 @@ ncclResult_t Interposer::allReduce(const void* sendbuff, void* recvbuff, size_t 
 }
 
 ncclResult_t Interposer::commDestroy(ncclComm_t comm) {
+  SYMMEM_TRACE(kLogInit, "destroy comm %p", static_cast<void*>(comm));
   forget(comm, /*peersMayBeGone=*/false);
   return nccl_.commDestroy(comm);
 }
@@ -173,6 +174,7 @@ ncclResult_t Interposer::commFinalize(ncclComm_t comm) {
 // Abort and revoke run while peers may be dead and kernels stuck: NCCL's first (it unblocks NCCL's
 // own kernels), then the plugin's state, without waiting for anything.
 ncclResult_t Interposer::commAbort(ncclComm_t comm) {
+  SYMMEM_TRACE(kLogInit, "abort comm %p", static_cast<void*>(comm));
   const ncclResult_t r = nccl_.commAbort(comm);
   forget(comm, /*peersMayBeGone=*/true);
   return r;
@@ -185,12 +187,14 @@ ncclResult_t Interposer::commRevoke(ncclComm_t comm, int flags) {
 }
 
 ncclResult_t Interposer::groupStart() {
+  SYMMEM_TRACE(kLogColl, "group start (depth %d)", tGroupDepth);
   ncclResult_t r = nccl_.groupStart();
   if (r == ncclSuccess) ++tGroupDepth;
   return r;
 }
 
 ncclResult_t Interposer::groupEnd() {
+  SYMMEM_TRACE(kLogColl, "group end (depth %d)", tGroupDepth);
   if (tGroupDepth > 0) --tGroupDepth;
   return nccl_.groupEnd();
 }

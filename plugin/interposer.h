@@ -16,6 +16,7 @@
 #include <unordered_map>
 
 #include "kernels/symmetric_comm.h"
+#include "plugin/log.h"
 #include "plugin/decision.h"
 #include "plugin/nccl_real.h"
 #include "plugin/process_context.h"
@@ -61,6 +62,7 @@ class Interposer {
  private:
   ncclResult_t forward(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
                        ncclComm_t comm, cudaStream_t stream) {
+    SYMMEM_TRACE(kLogColl, "allreduce %zu elements on comm %p: NCCL", count, static_cast<void*>(comm));
     return nccl_.allReduce(sendbuff, recvbuff, count, datatype, op, comm, stream);
   }
   std::shared_ptr<CommState> find(ncclComm_t comm) const;

@@ -2,6 +2,9 @@
 
 #include <dlfcn.h>
 
+#include <string>
+#include <type_traits>
+
 #include "plugin/log.h"
 
 namespace symmem {
@@ -48,11 +51,35 @@ RealNccl load() {
   return r;
 }
 
+RealNccl& mutableRealNccl() {
+  static RealNccl real = load();
+  return real;
+}
 }  // namespace
 
-const RealNccl& realNccl() {
-  static const RealNccl real = load();
-  return real;
+const RealNccl& realNccl() { return mutableRealNccl(); }
+
+void forwardThrough(void* function, void* original) {
+  RealNccl& real = mutableRealNccl();
+  // Plain pointer-sized stores, atomic on every target: a concurrent call reads the old or the new one.
+  auto swap = [&](auto& field) {
+    if (reinterpret_cast<void*>(field) == function)
+      __atomic_store_n(&field, reinterpret_cast<std::remove_reference_t<decltype(field)>>(original),
+                       __ATOMIC_RELEASE);
+  };
+  swap(real.allReduce);
+  swap(real.allGather);
+  swap(real.commDestroy);
+  swap(real.commFinalize);
+  swap(real.commAbort);
+  swap(real.commRevoke);
+  swap(real.groupStart);
+  swap(real.groupEnd);
+  swap(real.commCount);
+  swap(real.commUserRank);
+  swap(real.commCuDevice);
+  swap(real.commGetAsyncError);
+  swap(real.getErrorString);
 }
 
 }  // namespace symmem

@@ -32,4 +32,9 @@ struct RealNccl {
 // Resolved once per process; `usable()` false when no NCCL is loaded.
 const RealNccl& realNccl();
 
+// After libnccl's code at `function` is hooked, calls to it lead back to the plugin: every member
+// that held `function` then forwards through `original` (the hook's trampoline) instead. Passing the
+// function itself as `original` puts it back.
+void forwardThrough(void* function, void* original);
+
 }  // namespace symmem

@@ -36,6 +36,11 @@ constexpr SettingSpec kSpecs[] = {
      "as PyTorch's NCCL watchdog by default: ranks legitimately drift apart (checkpoints, evaluation)."},
     {SettingId::Attach, "SYMMEM_ATTACH", SettingType::Bool, "1", kNoLimit, kNoLimit, nullptr,
      "When loaded only as NCCL's tuner, bind the process's ncclAllReduce and lifecycle calls to the plugin."},
+    {SettingId::Hooks, "SYMMEM_HOOKS", SettingType::Bool, "1", kNoLimit, kNoLimit, nullptr,
+     "Attach by redirecting the code of libnccl's entry points, which reaches every caller (ctypes, dlsym). "
+     "0, or where code cannot be patched: GOT rebinding only."},
+    {SettingId::Disassembler, "SYMMEM_DISASSEMBLER", SettingType::Path, "", kNoLimit, kNoLimit, nullptr,
+     "Zydis shared library the code hooks decode with (name or path); unset: the version the plugin was built for."},
     {SettingId::P2pCheck, "SYMMEM_P2P_CHECK", SettingType::Bool, "1", kNoLimit, kNoLimit, nullptr,
      "At setup, write a pattern through every peer mapping and check it before trusting P2P."},
     {SettingId::LogDetail, "SYMMEM_LOG", SettingType::Choice, "info", kNoLimit, kNoLimit, "warn|info|trace",

@@ -21,6 +21,8 @@ enum class SettingId : int {
   ForcePath,
   TimeoutMs,
   Attach,
+  Hooks,
+  Disassembler,
   P2pCheck,
   LogDetail,
   kCount

@@ -1,6 +1,8 @@
 #include "plugin/tuner.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <new>
 #include <string>
 
@@ -53,7 +55,32 @@ bool applyToCostTable(const Decision& decision, float** collCostTable, int numAl
 
 namespace {
 std::atomic<void (*)()> gInitHook{nullptr};
+
+// Copies the leading rows both arrays have (all of them when the shapes match).
+template <typename Row, size_t N, size_t M>
+void copyRows(Row (&dst)[N], const Row (&src)[M]) {
+  std::memcpy(dst, src, std::min(N, M) * sizeof(Row));
+}
+
+template <typename To, typename From>
+void copyConstants(To& to, const From& from) {
+  copyRows(to.baseLatencies, from.baseLatencies);
+  copyRows(to.hwLatencies, from.hwLatencies);
+  copyRows(to.llMaxBws, from.llMaxBws);
+  copyRows(to.perChMaxRingLL128Bws, from.perChMaxRingLL128Bws);
+  copyRows(to.perChMaxTreeLL128Bws, from.perChMaxTreeLL128Bws);
+  copyRows(to.perChMaxTreeBws, from.perChMaxTreeBws);
+  copyRows(to.perChMaxNVLSTreeBws, from.perChMaxNVLSTreeBws);
+}
 }  // namespace
+
+abi::TunerConstantsV5 constantsV5(const abi::TunerConstantsV7& v7) {
+  abi::TunerConstantsV5 v5;
+  copyConstants(v5, v7);
+  return v5;
+}
+
+void storeConstantsV5(const abi::TunerConstantsV5& v5, abi::TunerConstantsV7& v7) { copyConstants(v7, v5); }
 
 void setTunerInitHook(void (*hook)()) { gInitHook.store(hook, std::memory_order_release); }
 

@@ -25,6 +25,12 @@ TunerComm makeTunerComm(const ProcessContext& process, uint64_t commId, size_t n
 // nChannels. Never validates an IGNORE (-1) entry; returns true if it changed anything.
 bool applyToCostTable(const Decision& decision, float** collCostTable, int numAlgo, int numProto, int* nChannels);
 
+// NCCL's v7 constants (a fifth, Rubin, compcap row in each bandwidth table) through the v5-shaped
+// implementation: constantsV5 copies the latencies and the first four compcap rows;
+// storeConstantsV5 writes them back to the same members and leaves the Rubin row as NCCL filled it.
+abi::TunerConstantsV5 constantsV5(const abi::TunerConstantsV7& v7);
+void storeConstantsV5(const abi::TunerConstantsV5& v5, abi::TunerConstantsV7& v7);
+
 // Called at every tuner init, before anything else (the shared object uses it to attach the
 // interposer when NCCL loaded the plugin only as its tuner). Null: nothing.
 void setTunerInitHook(void (*hook)());

@@ -41,7 +41,7 @@ PluginLoadReport checkPluginLoads(const std::string& path) {
     return r;
   }
   r.text = "plugin: " + path + "\n  loads with dlopen(RTLD_NOW | RTLD_LOCAL) as NCCL loads it; exports:";
-  for (int v = 6; v >= 2; --v) {
+  for (int v = 7; v >= 2; --v) {
     const std::string name = "ncclTunerPlugin_v" + std::to_string(v);
     r.text += dlsym(handle, name.c_str()) ? " " + name : " (no " + name + ")";
   }

@@ -1,6 +1,6 @@
 #pragma once
 // Loads the plugin shared object exactly as NCCL does (dlopen RTLD_NOW | RTLD_LOCAL, then dlsym of
-// ncclTunerPlugin_v6 .. _v2) and runs one init / getCollInfo / finalize cycle on a cost table
+// ncclTunerPlugin_v7 .. _v2) and runs one init / getCollInfo / finalize cycle on a cost table
 // seeded the way NCCL seeds it. Proof that the .so is usable by NCCL, on a machine without GPUs.
 #include <string>
 

@@ -5,13 +5,16 @@
 #include <dlfcn.h>
 #include <nccl.h>
 
-#include <vector>
-#include <atomic>
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include "plugin/attach.h"
+#include "plugin/code_hook.h"
 #include "plugin/interposer.h"
 #include "plugin/log.h"
+#include "plugin/nccl_real.h"
+#include "plugin/self_pin.h"
 #include "plugin/settings.h"
 #include "plugin/tuner.h"
 
@@ -35,11 +38,74 @@ SYMMEM_EXPORT ncclResult_t ncclGroupEnd() { return processInterposer().groupEnd(
 
 namespace {
 
-// Attach: NCCL loaded us only as its tuner, so the application's references to these symbols still
-// lead to libnccl. Rebinding them (GOT slots) makes the environment variable alone enough.
+using symmem::CodeHook;
+using symmem::Rebinding;
+
+void* fn(auto f) { return reinterpret_cast<void*>(f); }
+
+// The entry points the interposer must see, as (name, our definition, NCCL's). All of them or none:
+// an all-reduce seen without its group calls could run a kernel inside a group, and one seen without
+// the teardown calls would outlive its communicator.
+struct EntryPoint {
+  const char* name;
+  void* ours;
+  void* real;
+};
+
+std::vector<EntryPoint> entryPoints(const symmem::RealNccl& real) {
+  std::vector<EntryPoint> points = {
+      {"ncclAllReduce", fn(&ncclAllReduce), fn(real.allReduce)},
+      {"ncclCommDestroy", fn(&ncclCommDestroy), fn(real.commDestroy)},
+      {"ncclCommAbort", fn(&ncclCommAbort), fn(real.commAbort)},
+      {"ncclGroupStart", fn(&ncclGroupStart), fn(real.groupStart)},
+      {"ncclGroupEnd", fn(&ncclGroupEnd), fn(real.groupEnd)},
+  };
+  // Entry points this NCCL may not have (Finalize 2.18+, Revoke 2.28+).
+  if (real.commFinalize) points.push_back({"ncclCommFinalize", fn(&ncclCommFinalize), fn(real.commFinalize)});
+  if (real.commRevoke) points.push_back({"ncclCommRevoke", fn(&ncclCommRevoke), fn(real.commRevoke)});
+  return points;
+}
+
+// Code hooks on libnccl's own functions: every caller reaches the plugin, whatever pointer it holds.
+bool hookEntryPoints(const std::vector<EntryPoint>& points, const symmem::Settings& settings) {
+  std::vector<CodeHook> hooks;
+  for (const EntryPoint& p : points) hooks.push_back({p.name, p.real, p.ours});
+  symmem::CodeHookOptions options;
+  options.disassembler = settings.text(symmem::SettingId::Disassembler);
+  options.beforeWrite = &symmem::forwardThrough;  // the interposer forwards through the trampolines
+  const symmem::CodeHookReport report = symmem::installCodeHooks(hooks, options);
+  if (!report.installed) {
+    SYMMEM_INFO(symmem::kLogInit, "code hooks not used: %s; falling back to GOT attach", report.refusal.c_str());
+    return false;
+  }
+  std::string moved;
+  for (const symmem::InstalledHook& h : report.hooks) moved += (moved.empty() ? "" : "; ") + h.name + ": " + h.moved;
+  SYMMEM_INFO(symmem::kLogInit,
+              "hooked %zu libnccl entry points (%d other threads parked, %d moved): every caller of them now "
+              "reaches the plugin [%s]",
+              report.hooks.size(), report.threadsParked, report.threadsMoved, moved.c_str());
+  return true;
+}
+
+// GOT attach: the process's references to the entry points (what dynamically linked callers such as
+// nccl-tests and libtorch_cuda.so call through) are rebound to the plugin.
+void rebindEntryPoints(const std::vector<EntryPoint>& points) {
+  // The forward targets are NCCL's pncclX aliases, already resolved: never looked up by the ncclX
+  // name, which this object defines too.
+  std::vector<Rebinding> rebindings;
+  for (const EntryPoint& p : points) rebindings.push_back({p.name, p.ours, nullptr, p.real});
+  symmem::AttachOptions options;
+  options.definingLibrary = "libnccl.so.2";
+  symmem::attachRebindings(rebindings, options);
+}
+
+// At every tuner init: NCCL loaded us only as its tuner, so the application's calls still lead to
+// libnccl. The first time, hook libnccl's entry points (or, failing that, rebind GOT slots) so that
+// the environment variable alone is enough.
 void attachOnce() {
   static std::mutex mutex;
   static bool attached = false;
+  static bool hooked = false;
   std::lock_guard<std::mutex> lock(mutex);
   const symmem::Settings& settings = symmem::Settings::process();
   if (!settings.flag(symmem::SettingId::Enable) || !settings.flag(symmem::SettingId::Symmetric)) return;
@@ -49,32 +115,33 @@ void attachOnce() {
     return;
   }
   if (attached) {
-    // New objects (an extension module loaded after the first communicator) get covered too.
-    if (symmem::loadedObjectsChangedSinceAttach()) symmem::reattachRebindings();
+    // New objects (an extension module loaded after the first communicator) get covered too; hooked
+    // code already covers them.
+    if (!hooked && symmem::loadedObjectsChangedSinceAttach()) symmem::reattachRebindings();
     return;
   }
   attached = true;
-  if (!symmem::realNccl().usable()) {
+  const symmem::RealNccl& real = symmem::realNccl();
+  if (!real.usable()) {
     SYMMEM_WARN("attach skipped: the NCCL functions to forward to could not be found");
     return;
   }
-  // The real targets are NCCL's pncclX aliases, already resolved: the slots' forward target is
-  // never looked up by the ncclX name, which this object defines too.
-  const symmem::RealNccl& real = symmem::realNccl();
-  auto fn = [](auto f) { return reinterpret_cast<void*>(f); };
-  std::vector<symmem::Rebinding> rebindings = {
-      {"ncclAllReduce", fn(&ncclAllReduce), nullptr, fn(real.allReduce)},
-      {"ncclCommDestroy", fn(&ncclCommDestroy), nullptr, fn(real.commDestroy)},
-      {"ncclCommAbort", fn(&ncclCommAbort), nullptr, fn(real.commAbort)},
-      {"ncclGroupStart", fn(&ncclGroupStart), nullptr, fn(real.groupStart)},
-      {"ncclGroupEnd", fn(&ncclGroupEnd), nullptr, fn(real.groupEnd)},
-  };
-  // Entry points this NCCL may not have (Finalize 2.18+, Revoke 2.28+).
-  if (real.commFinalize) rebindings.push_back({"ncclCommFinalize", fn(&ncclCommFinalize), nullptr, fn(real.commFinalize)});
-  if (real.commRevoke) rebindings.push_back({"ncclCommRevoke", fn(&ncclCommRevoke), nullptr, fn(real.commRevoke)});
-  symmem::AttachOptions options;
-  options.definingLibrary = "libnccl.so.2";
-  symmem::attachRebindings(rebindings, options);
+  // Pinned before anything points into the plugin: NCCL dlcloses its tuner after the last
+  // communicator, while hooked code and rebound slots would still lead here.
+  std::string self, why;
+  if (!symmem::pinLoadedObject(fn(&attachOnce), &self, &why)) {
+    SYMMEM_WARN("attach skipped: the plugin cannot keep itself loaded (%s)", why.c_str());
+    return;
+  }
+  SYMMEM_INFO(symmem::kLogInit, "%s stays loaded for the life of the process (RTLD_NODELETE)", self.c_str());
+  const std::vector<EntryPoint> points = entryPoints(real);
+  if (!settings.flag(symmem::SettingId::Hooks)) {
+    SYMMEM_INFO(symmem::kLogInit, "code hooks off (SYMMEM_HOOKS=0): GOT attach only");
+  } else if (hookEntryPoints(points, settings)) {
+    hooked = true;
+    return;
+  }
+  rebindEntryPoints(points);
 }
 
 // Registered when the shared object is loaded, before NCCL can call the tuner.

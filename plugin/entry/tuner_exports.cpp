@@ -1,6 +1,7 @@
 // The tuner objects NCCL looks up by name. One implementation (plugin/tuner.cpp, v5 shape);
-// every other version is a thin adapter. NCCL 2.30+ tries v6 first, 2.28 tries v5, older ones
-// v4, v3, v2 in turn, so one binary serves NCCL 2.21 to 2.32.
+// every other version is a thin adapter. NCCL takes the first symbol it finds, newest first:
+// 2.32.6+ tries v7, then v6 ... v2; 2.30 - 2.32.5 start at v6; 2.28 - 2.29 at v5; older ones
+// try v4, v3, v2 in turn. One binary serves NCCL 2.21 onwards.
 #include "plugin/tuner.h"
 
 namespace {
@@ -19,10 +20,23 @@ abi::Result getCollInfoV3(void* ctx, abi::Func collType, size_t nBytes, int numP
   return tuner::getCollInfo(ctx, collType, nBytes, numPipeOps, collCostTable, numAlgo, numProto, 0, nChannels);
 }
 
+// v7: the implementation sees a v5-shaped copy of NCCL's constants; what it writes goes back to
+// the same members, and the Rubin row it cannot see keeps NCCL's values.
+abi::Result initV7(void** ctx, uint64_t commId, size_t nRanks, size_t nNodes, abi::Logger log,
+                   abi::NvlDomainInfoV5* nvlDomainInfo, abi::TunerConstantsV7* constants) {
+  if (constants == nullptr) return tuner::init(ctx, commId, nRanks, nNodes, log, nvlDomainInfo, nullptr);
+  abi::TunerConstantsV5 v5 = constantsV5(*constants);
+  const abi::Result result = tuner::init(ctx, commId, nRanks, nNodes, log, nvlDomainInfo, &v5);
+  if (result == abi::kSuccess) storeConstantsV5(v5, *constants);
+  return result;
+}
+
 }  // namespace
 
 #define SYMMEM_EXPORT extern "C" __attribute__((visibility("default")))
 
+SYMMEM_EXPORT const abi::TunerV7 ncclTunerPlugin_v7 = {kPluginName, initV7, tuner::getCollInfo, tuner::finalize,
+                                                       nullptr};
 SYMMEM_EXPORT const abi::TunerV6 ncclTunerPlugin_v6 = {kPluginName, tuner::init, tuner::getCollInfo,
                                                        tuner::finalize, nullptr};
 SYMMEM_EXPORT const abi::TunerV5 ncclTunerPlugin_v5 = {kPluginName, tuner::init, tuner::getCollInfo,

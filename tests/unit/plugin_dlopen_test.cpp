@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdarg>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -94,16 +95,69 @@ const T* symbol(void* handle, const char* name) {
   return static_cast<const T*>(dlsym(handle, name));
 }
 
+// NCCL's v7 constants with a canary on each side: every slot holds a distinct value, so a member
+// copied to the wrong place, a lost Rubin row or a write past the struct all show.
+struct GuardedConstantsV7 {
+  static constexpr double kCanary = -4242.25;
+  double before[4];
+  abi::TunerConstantsV7 c;
+  double after[8];
+
+  GuardedConstantsV7() {
+    for (double& d : before) d = kCanary;
+    for (double& d : after) d = kCanary;
+    for (size_t i = 0; i < count(); ++i) slots()[i] = expected(i);
+  }
+  static constexpr size_t count() { return sizeof(abi::TunerConstantsV7) / sizeof(double); }
+  static double expected(size_t i) { return 100.0 + static_cast<double>(i) / 4; }
+  double* slots() { return reinterpret_cast<double*>(&c); }
+  // Empty when NCCL's values are all where NCCL put them and nothing around the struct changed.
+  std::string damage() {
+    std::string out;
+    for (double d : before) if (d != kCanary) out += "written before the struct; ";
+    for (double d : after) if (d != kCanary) out += "written past the struct; ";
+    size_t changed = 0, first = 0;
+    for (size_t i = 0; i < count(); ++i)
+      if (slots()[i] != expected(i) && changed++ == 0) first = i;
+    if (changed) out += std::to_string(changed) + " slots changed, the first at " + std::to_string(first) + "; ";
+    return out;
+  }
+};
+static_assert(offsetof(GuardedConstantsV7, c) == 4 * sizeof(double) &&
+              sizeof(GuardedConstantsV7) == sizeof(abi::TunerConstantsV7) + 12 * sizeof(double));
+
 void checkEveryVersionLeavesTableAlone(void* handle) {
+  const auto* v7 = symbol<abi::TunerV7>(handle, "ncclTunerPlugin_v7");
   const auto* v6 = symbol<abi::TunerV6>(handle, "ncclTunerPlugin_v6");
   const auto* v5 = symbol<abi::TunerV5>(handle, "ncclTunerPlugin_v5");
   const auto* v4 = symbol<abi::TunerV4>(handle, "ncclTunerPlugin_v4");
   const auto* v3 = symbol<abi::TunerV3>(handle, "ncclTunerPlugin_v3");
   const auto* v2 = symbol<abi::TunerV2>(handle, "ncclTunerPlugin_v2");
-  CHILD_CHECK(v6 && v5 && v4 && v3 && v2, "every ncclTunerPlugin_vN is exported");
-  if (!(v6 && v5 && v4 && v3 && v2)) return;
+  CHILD_CHECK(v7 && v6 && v5 && v4 && v3 && v2, "every ncclTunerPlugin_vN is exported");
+  if (!(v7 && v6 && v5 && v4 && v3 && v2)) return;
   CHILD_CHECK(std::strcmp(v5->name, "symmem") == 0, "v5 name");
+  CHILD_CHECK(std::strcmp(v7->name, "symmem") == 0, "v7 name");
   CHILD_CHECK(v6->getChunkSize == nullptr, "v6 chunk-size hook is optional and unused");
+  CHILD_CHECK(v7->getChunkSize == nullptr, "v7 chunk-size hook is optional and unused");
+
+  // v7 with NCCL's five-compcap constants: init, getCollInfo, finalize, and the struct intact.
+  {
+    abi::NvlDomainInfoV5 nvl7{1, 8, 8};
+    GuardedConstantsV7 constants7;
+    void* c7 = nullptr;
+    CHILD_CHECK(v7->init(&c7, 0x77, 8, 1, captureLog, &nvl7, &constants7.c) == abi::kSuccess, "v7 init succeeds");
+    CHILD_CHECK(c7 != nullptr, "v7 init makes a context");
+    const std::string damage = constants7.damage();
+    CHILD_CHECK(damage.empty(), "v7 constants intact: " + damage);
+    Table t7;
+    int ch7 = 0;
+    CHILD_CHECK(v7->getCollInfo(c7, kAllReduce, 65536, 1, t7.raw(), 7, 3, 0, &ch7) == abi::kSuccess, "v7 getCollInfo");
+    CHILD_CHECK(t7.choice() == std::make_pair(1, 0) && t7.ignored() == 17 && ch7 == 0, "v7 table untouched");
+    CHILD_CHECK(v7->finalize(c7) == abi::kSuccess, "v7 finalize");
+    void* n7 = nullptr;
+    CHILD_CHECK(v7->init(&n7, 0x78, 8, 1, captureLog, nullptr, nullptr) == abi::kSuccess && n7, "v7 init, no constants");
+    CHILD_CHECK(v7->finalize(n7) == abi::kSuccess, "v7 finalize");
+  }
 
   abi::NvlDomainInfoV5 nvl{1, 8, 8};
   abi::TunerConstantsV5 constants{};
@@ -208,6 +262,19 @@ TEST(PluginDlopen, AppliesTableBandsWithinNcclsRules) {
         CHILD_CHECK(m.choice() == std::make_pair(1, 0) && ch4 == 0, "multi-node untouched");
         v5->finalize(multi);
 
+        // v7 (NCCL 2.32.6+) applies the same band, and leaves NCCL's constants where they were.
+        const auto* v7 = symbol<abi::TunerV7>(handle, "ncclTunerPlugin_v7");
+        GuardedConstantsV7 constants7;
+        void* c7 = nullptr;
+        v7->init(&c7, 44, 8, 1, captureLog, nullptr, &constants7.c);
+        const std::string damage = constants7.damage();
+        CHILD_CHECK(damage.empty(), "v7 constants intact: " + damage);
+        Table t7;
+        int ch7 = 0;
+        v7->getCollInfo(c7, kAllReduce, 65536, 1, t7.raw(), 7, 3, 0, &ch7);
+        CHILD_CHECK(t7.choice() == std::make_pair(0, 2) && t7.ignored() == 17 && ch7 == 6, "v7 band: tree/simple/6");
+        v7->finalize(c7);
+
         // v2 gets the fully specified band as algorithm/protocol.
         const auto* v2 = symbol<abi::TunerV2>(handle, "ncclTunerPlugin_v2");
         void* c2 = nullptr;
@@ -251,8 +318,8 @@ TEST(PluginExports, OnlyTheAllowedDynamicSymbols) {
   ASSERT_EQ(pclose(p), 0);
   const std::vector<std::string> allowed = {
       "ncclTunerPlugin_v2", "ncclTunerPlugin_v3", "ncclTunerPlugin_v4", "ncclTunerPlugin_v5", "ncclTunerPlugin_v6",
-      "ncclAllReduce",      "ncclCommDestroy",    "ncclCommFinalize",   "ncclCommAbort",      "ncclCommRevoke",
-      "ncclGroupStart",     "ncclGroupEnd"};
+      "ncclTunerPlugin_v7", "ncclAllReduce",      "ncclCommDestroy",    "ncclCommFinalize",   "ncclCommAbort",
+      "ncclCommRevoke",     "ncclGroupStart",     "ncclGroupEnd"};
   for (const std::string& n : names)
     EXPECT_NE(std::find(allowed.begin(), allowed.end(), n), allowed.end()) << "unexpected export: " << n;
   for (const std::string& a : allowed)

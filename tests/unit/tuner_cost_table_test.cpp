@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cstddef>
+
 #include "plugin/tuner.h"
 #include "tests/unit/nccl_cost_table.h"
 
@@ -95,6 +97,86 @@ TEST(TunerComm, MultiNodeAndUnknownFactsStayInactive) {
   ProcessContext off = process;
   off.policy.tuner = false;
   EXPECT_FALSE(makeTunerComm(off, 1, 8, 1).active);
+}
+
+// NCCL's v7 constants around a v5-shaped copy: every member in its own slot, the Rubin row kept,
+// nothing outside the struct touched.
+struct GuardedConstantsV7 {
+  double before[4];
+  abi::TunerConstantsV7 c;
+  double after[4];
+};
+static_assert(offsetof(GuardedConstantsV7, c) == sizeof(double[4]) &&
+              sizeof(GuardedConstantsV7) == sizeof(abi::TunerConstantsV7) + sizeof(double[8]));
+
+double* flat(abi::TunerConstantsV7& c) { return reinterpret_cast<double*>(&c); }
+const double* flat(const abi::TunerConstantsV7& c) { return reinterpret_cast<const double*>(&c); }
+double* flat(abi::TunerConstantsV5& c) { return reinterpret_cast<double*>(&c); }
+
+// Calls f(v7 table, v5 table) for each [compcap][scale] bandwidth table, by name.
+template <typename F>
+void forEachBandwidthTable(abi::TunerConstantsV7& v7, abi::TunerConstantsV5& v5, F f) {
+  f(v7.llMaxBws, v5.llMaxBws);
+  f(v7.perChMaxRingLL128Bws, v5.perChMaxRingLL128Bws);
+  f(v7.perChMaxTreeLL128Bws, v5.perChMaxTreeLL128Bws);
+  f(v7.perChMaxTreeBws, v5.perChMaxTreeBws);
+  f(v7.perChMaxNVLSTreeBws, v5.perChMaxNVLSTreeBws);
+}
+
+TEST(TunerConstants, V7ToV5CopiesEachMemberAndTheFirstFourCompCaps) {
+  abi::TunerConstantsV7 v7;
+  for (size_t i = 0; i < sizeof(v7) / sizeof(double); ++i) flat(v7)[i] = 1000.0 + static_cast<double>(i);
+  abi::TunerConstantsV5 v5 = constantsV5(v7);
+  for (int a = 0; a < abi::kConstAlgos; ++a)
+    for (int p = 0; p < abi::kConstProtos; ++p) {
+      EXPECT_EQ(v5.baseLatencies[a][p], v7.baseLatencies[a][p]);
+      for (int l = 0; l < abi::kConstLinks; ++l) EXPECT_EQ(v5.hwLatencies[l][a][p], v7.hwLatencies[l][a][p]);
+    }
+  int table = 0;
+  forEachBandwidthTable(v7, v5, [&](auto& t7, auto& t5) {
+    for (int c = 0; c < abi::kConstCompCaps; ++c)
+      for (int s = 0; s < abi::kConstScales; ++s) EXPECT_EQ(t5[c][s], t7[c][s]) << "table " << table << " cc " << c;
+    ++table;
+  });
+  EXPECT_EQ(table, 5);
+  // Spot checks against the flat layout (v7 tables are 15 doubles apart, v5 ones 12).
+  EXPECT_EQ(v5.perChMaxRingLL128Bws[0][0], 1000.0 + 99);
+  EXPECT_EQ(v5.perChMaxNVLSTreeBws[3][2], 1000.0 + 144 + 11);
+}
+
+TEST(TunerConstants, V5WritesLandInTheirV7SlotsAndRubinIsKept) {
+  GuardedConstantsV7 g;
+  constexpr double kCanary = -12345.5;
+  for (double& d : g.before) d = kCanary;
+  for (double& d : g.after) d = kCanary;
+  for (size_t i = 0; i < sizeof(g.c) / sizeof(double); ++i) flat(g.c)[i] = 1000.0 + static_cast<double>(i);
+  const abi::TunerConstantsV7 original = g.c;
+
+  // What a tuner would write: a different value in every v5 slot.
+  abi::TunerConstantsV5 v5 = constantsV5(g.c);
+  for (size_t i = 0; i < sizeof(v5) / sizeof(double); ++i) flat(v5)[i] = -1.0 - static_cast<double>(i);
+  storeConstantsV5(v5, g.c);
+
+  for (double d : g.before) EXPECT_EQ(d, kCanary) << "written before the struct";
+  for (double d : g.after) EXPECT_EQ(d, kCanary) << "written past the struct";
+  for (int a = 0; a < abi::kConstAlgos; ++a)
+    for (int p = 0; p < abi::kConstProtos; ++p) {
+      EXPECT_EQ(g.c.baseLatencies[a][p], v5.baseLatencies[a][p]);
+      for (int l = 0; l < abi::kConstLinks; ++l) EXPECT_EQ(g.c.hwLatencies[l][a][p], v5.hwLatencies[l][a][p]);
+    }
+  int table = 0;
+  forEachBandwidthTable(g.c, v5, [&](auto& t7, auto& t5) {
+    for (int c = 0; c < abi::kConstCompCaps; ++c)
+      for (int s = 0; s < abi::kConstScales; ++s) EXPECT_EQ(t7[c][s], t5[c][s]) << "table " << table << " cc " << c;
+    ++table;
+  });
+  // The Rubin row (index 4) of each table: NCCL's values, untouched.
+  const size_t rubinRows[] = {84 + 12, 99 + 12, 114 + 12, 129 + 12, 144 + 12};
+  for (size_t base : rubinRows)
+    for (size_t s = 0; s < abi::kConstScales; ++s)
+      EXPECT_EQ(flat(g.c)[base + s], flat(original)[base + s]) << "Rubin slot " << base + s;
+  EXPECT_EQ(g.c.perChMaxRingLL128Bws[0][0], v5.perChMaxRingLL128Bws[0][0]);
+  EXPECT_EQ(flat(g.c)[99], -1.0 - 96) << "v5 perChMaxRingLL128Bws[0][0] lands at v7 offset 99";
 }
 
 }  // namespace

@@ -1,0 +1,24 @@
+#include "plugin/self_pin.h"
+
+#include <dlfcn.h>
+
+namespace symmem {
+
+bool pinLoadedObject(const void* anyAddressInside, std::string* path, std::string* why) {
+  Dl_info info{};
+  if (!dladdr(anyAddressInside, &info) || !info.dli_fname) {
+    if (why) *why = "the loader does not know which object holds the plugin";
+    return false;
+  }
+  if (path) *path = info.dli_fname;
+  // RTLD_NOLOAD: only an object already loaded; RTLD_NODELETE marks it never to be unmapped. The
+  // reference this takes is never dropped, which is the point.
+  if (!dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE)) {
+    const char* err = dlerror();
+    if (why) *why = std::string("dlopen(RTLD_NODELETE) of ") + info.dli_fname + " failed: " + (err ? err : "?");
+    return false;
+  }
+  return true;
+}
+
+}  // namespace symmem

@@ -1,0 +1,46 @@
+#pragma once
+// An x86-64 instruction decoder for the code hooks, backed by Zydis loaded at run time (like NVML
+// and hwloc, it is not a load-time dependency of the plugin). It answers only what relocating a
+// function's first instructions needs: length, control flow, and RIP-relative operands.
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace symmem {
+
+struct X86Instruction {
+  uint8_t length = 0;
+  std::string mnemonic;          // "push", "endbr64", ... (for messages)
+  bool isEndbr64 = false;
+  bool changesControlFlow = false;  // jmp, jcc, call, ret, loop, int3, syscall, ...
+  // A branch with a relative target (jmp/jcc/call/loop/xbegin rel8/rel32): where it goes.
+  bool hasRelativeTarget = false;
+  uint64_t relativeTarget = 0;
+  // A memory operand addressed relative to RIP: where its 32-bit displacement sits in the bytes.
+  bool ripRelative = false;
+  uint8_t displacementOffset = 0;
+  uint8_t displacementBytes = 0;
+};
+
+class X86Decoder {
+ public:
+  // The process's decoder: Zydis loaded once from `library` (a name or path; empty: the soname this
+  // plugin was built against). Null when it cannot be loaded; `why` then says what was missing.
+  static const X86Decoder* load(const std::string& library, std::string* why);
+
+  // Decodes one instruction at `code` (as if it ran at `address`), reading at most `available`
+  // bytes. nullopt: not a valid instruction.
+  std::optional<X86Instruction> decode(const uint8_t* code, size_t available, uint64_t address) const;
+
+  const std::string& description() const { return description_; }  // "Zydis 4.0.0 (libZydis.so.4.0)"
+
+  struct Api;  // the resolved Zydis entry points (x86_decoder.cpp)
+  explicit X86Decoder(const Api* api, std::string description) : api_(api), description_(std::move(description)) {}
+
+ private:
+  const Api* api_;
+  std::string description_;
+};
+
+}  // namespace symmem

@@ -1,0 +1,1466 @@
+#!/usr/bin/env python3
+"""A standalone NCCL client that reaches NCCL the way vLLM's and SGLang's PyNcclCommunicator do.
+
+What it models: the pynccl wrappers load NCCL with ctypes.CDLL(VLLM_NCCL_SO_PATH / SGLANG_NCCL_SO_PATH
+or "libnccl.so.2"), RTLD_LOCAL, and look every function pointer up with getattr once, when the first
+wrapper object for that path is built - before ncclGetUniqueId, before any communicator exists - and
+cache them per path. Later calls go through those cached pointers, never through a GOT. So a tuner
+plugin that NCCL loads at the first communicator cannot rebind them; only a library path that names
+the plugin's .so (its definitions found by that dlsym) puts the plugin on the path. vLLM runs every
+tensor-parallel all-reduce through this wrapper, eagerly and inside CUDA graphs; SGLang uses it inside
+CUDA graphs. No torch here: CUDA is driven through ctypes on libcudart.
+
+What it checks: exact sums (integer-valued data, host-generated, uploaded with cudaMemcpy) of
+ncclAllReduce for float32/float16/bfloat16, counts from 1 element through odd counts to a few MiB, in
+place and out of place, eagerly and captured into a CUDA graph (several calls per graph, replayed
+with fresh inputs). Then it destroys the communicator and goes on through the cached pointers:
+ncclGetVersion, an empty ncclGroupStart/End, ncclGetUniqueId, a second communicator (a checked
+all-reduce, a grouped one, destroy) and a third one ended with ncclCommAbort. Prints one line
+`pynccl_client: N checks, W wrong`; exits 0 when all is right, 1 on a wrong value or an NCCL/CUDA
+error, 77 when there is no GPU to run on (skipped), 2 on bad arguments.
+
+How to run it (one process, one rank, GPU 0; NCCL refuses two ranks on one GPU):
+
+  # stock NCCL, as vLLM would load it
+  python3 tests/clients/pynccl_client.py
+  # the tuner plugin set the usual way: NCCL loads it, but the cached pointers still lead to libnccl
+  NCCL_TUNER_PLUGIN=$PWD/build/lib/libnccl-tuner-symmem.so NCCL_DEBUG=INFO python3 tests/clients/pynccl_client.py
+  # the plugin in place of libnccl, as VLLM_NCCL_SO_PATH=<plugin> would put it (same as --nccl)
+  NCCL_TUNER_PLUGIN=$PWD/build/lib/libnccl-tuner-symmem.so NCCL_DEBUG=INFO \
+      python3 tests/clients/pynccl_client.py --nccl $PWD/build/lib/libnccl-tuner-symmem.so
+  # N ranks, one process and one GPU each (forked before any CUDA call)
+  python3 tests/clients/pynccl_client.py --nranks 2
+  # the host-side pieces only (no CUDA, no NCCL): conversions, expected values, argument parsing
+  python3 tests/clients/pynccl_client.py --self-test
+
+Keep NCCL_NVLS_ENABLE=0 on shared machines (set here by default when unset).
+"""
+import argparse
+import ctypes
+import ctypes.util
+import faulthandler
+import glob
+import json
+import math
+import os
+import select
+import signal
+import site
+import struct
+import sys
+import time
+import traceback
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional
+
+PROG = "pynccl_client"
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_SKIP = 0, 1, 2, 77
+MAX_RANKS = 32  # |sum| <= 8 * 32 = 256: every partial sum is an integer bf16 holds exactly
+
+# ==== NCCL types, as nccl.h defines them =============================================================
+ncclResult_t = ctypes.c_int
+ncclComm_t = ctypes.c_void_p
+ncclDataType_t = ctypes.c_int
+ncclRedOp_t = ctypes.c_int
+cudaStream_t = ctypes.c_void_p
+buffer_type = ctypes.c_void_p
+NCCL_UNIQUE_ID_BYTES = 128
+
+
+class ncclUniqueId(ctypes.Structure):
+    _fields_ = [("internal", ctypes.c_byte * NCCL_UNIQUE_ID_BYTES)]
+
+
+NCCL_SUM = 0
+# name: (ncclDataType_t, element size)
+DTYPES = {"float32": (7, 4), "float16": (6, 2), "bfloat16": (9, 2)}
+
+
+@dataclass
+class Function:
+    name: str
+    restype: Any
+    argtypes: List[Any]
+
+
+class NcclError(RuntimeError):
+    pass
+
+
+class NcclLoadError(NcclError):
+    pass
+
+
+class CudaError(RuntimeError):
+    pass
+
+
+def nccl_error_message(function: str, code: int, text: str, last_error: str = "") -> str:
+    msg = f"{function} failed: {text} (ncclResult_t {code})"
+    if last_error:
+        msg += f"; ncclGetLastError: {last_error}"
+    return msg
+
+
+def cuda_error_message(function: str, code: int, text: str) -> str:
+    return f"{function} failed: {text} (cudaError_t {code})"
+
+
+def decode_nccl_version(code: int) -> str:
+    # NCCL_VERSION(X,Y,Z): X*1000+Y*100+Z up to 2.8, X*10000+Y*100+Z from 2.9.
+    if code >= 10000:
+        return f"{code // 10000}.{code // 100 % 100}.{code % 100}"
+    return f"{code // 1000}.{code // 100 % 10}.{code % 100}"
+
+
+class NCCLLibrary:
+    """The pynccl scheme: one CDLL per path, every pointer fetched by getattr when built, cached per path."""
+
+    exported_functions = [
+        Function("ncclGetErrorString", ctypes.c_char_p, [ncclResult_t]),
+        Function("ncclGetLastError", ctypes.c_char_p, [ncclComm_t]),
+        Function("ncclGetVersion", ncclResult_t, [ctypes.POINTER(ctypes.c_int)]),
+        Function("ncclGetUniqueId", ncclResult_t, [ctypes.POINTER(ncclUniqueId)]),
+        # ncclComm_t is a pointer, so ncclCommInitRank takes a pointer to a pointer; the id by value.
+        Function("ncclCommInitRank", ncclResult_t,
+                 [ctypes.POINTER(ncclComm_t), ctypes.c_int, ncclUniqueId, ctypes.c_int]),
+        Function("ncclCommCount", ncclResult_t, [ncclComm_t, ctypes.POINTER(ctypes.c_int)]),
+        Function("ncclCommUserRank", ncclResult_t, [ncclComm_t, ctypes.POINTER(ctypes.c_int)]),
+        Function("ncclCommCuDevice", ncclResult_t, [ncclComm_t, ctypes.POINTER(ctypes.c_int)]),
+        Function("ncclAllReduce", ncclResult_t,
+                 [buffer_type, buffer_type, ctypes.c_size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
+                  cudaStream_t]),
+        Function("ncclGroupStart", ncclResult_t, []),
+        Function("ncclGroupEnd", ncclResult_t, []),
+        Function("ncclCommDestroy", ncclResult_t, [ncclComm_t]),
+        Function("ncclCommAbort", ncclResult_t, [ncclComm_t]),
+    ]
+    optional_functions = {"ncclGetLastError"}  # 2.13+
+
+    path_to_library_cache: Dict[str, Any] = {}
+    path_to_dict_mapping: Dict[str, Dict[str, Any]] = {}
+
+    def __init__(self, so_file: str):
+        self.so_file = so_file
+        if so_file not in NCCLLibrary.path_to_library_cache:
+            try:
+                NCCLLibrary.path_to_library_cache[so_file] = ctypes.CDLL(so_file, mode=os.RTLD_LOCAL)
+            except OSError as e:
+                raise NcclLoadError(f"cannot load the NCCL library {so_file!r}: {e} (set --nccl, "
+                                    "SGLANG_NCCL_SO_PATH or VLLM_NCCL_SO_PATH to its path)") from e
+        self.lib = NCCLLibrary.path_to_library_cache[so_file]
+        if so_file not in NCCLLibrary.path_to_dict_mapping:
+            funcs: Dict[str, Any] = {}
+            for func in NCCLLibrary.exported_functions:
+                try:
+                    f = getattr(self.lib, func.name)
+                except AttributeError as e:
+                    if func.name in NCCLLibrary.optional_functions:
+                        continue
+                    raise NcclLoadError(f"{so_file!r} does not define {func.name}") from e
+                f.restype = func.restype
+                f.argtypes = func.argtypes
+                funcs[func.name] = f
+            NCCLLibrary.path_to_dict_mapping[so_file] = funcs
+        self._funcs = NCCLLibrary.path_to_dict_mapping[so_file]
+
+    def ncclGetErrorString(self, result: int) -> str:
+        text = self._funcs["ncclGetErrorString"](result)
+        return text.decode("utf-8", "replace") if text else "(null)"
+
+    def _last_error(self, comm=None) -> str:
+        f = self._funcs.get("ncclGetLastError")
+        if f is None:
+            return ""
+        text = f(comm)
+        return text.decode("utf-8", "replace").strip() if text else ""
+
+    def _check(self, name: str, result: int, comm=None) -> None:
+        if result != 0:
+            raise NcclError(nccl_error_message(name, result, self.ncclGetErrorString(result),
+                                               self._last_error(comm)))
+
+    def ncclGetVersion(self) -> int:
+        version = ctypes.c_int()
+        self._check("ncclGetVersion", self._funcs["ncclGetVersion"](ctypes.byref(version)))
+        return version.value
+
+    def ncclGetUniqueId(self) -> ncclUniqueId:
+        unique_id = ncclUniqueId()
+        self._check("ncclGetUniqueId", self._funcs["ncclGetUniqueId"](ctypes.byref(unique_id)))
+        return unique_id
+
+    def ncclCommInitRank(self, world_size: int, unique_id: ncclUniqueId, rank: int) -> ncclComm_t:
+        comm = ncclComm_t()
+        self._check("ncclCommInitRank",
+                    self._funcs["ncclCommInitRank"](ctypes.byref(comm), world_size, unique_id, rank))
+        return comm
+
+    def _comm_int(self, name: str, comm) -> int:
+        value = ctypes.c_int()
+        self._check(name, self._funcs[name](comm, ctypes.byref(value)), comm)
+        return value.value
+
+    def ncclCommCount(self, comm) -> int:
+        return self._comm_int("ncclCommCount", comm)
+
+    def ncclCommUserRank(self, comm) -> int:
+        return self._comm_int("ncclCommUserRank", comm)
+
+    def ncclCommCuDevice(self, comm) -> int:
+        return self._comm_int("ncclCommCuDevice", comm)
+
+    def ncclAllReduce(self, sendbuff, recvbuff, count: int, datatype: int, op: int, comm, stream) -> None:
+        self._check("ncclAllReduce",
+                    self._funcs["ncclAllReduce"](sendbuff, recvbuff, count, datatype, op, comm, stream), comm)
+
+    def ncclGroupStart(self) -> None:
+        self._check("ncclGroupStart", self._funcs["ncclGroupStart"]())
+
+    def ncclGroupEnd(self) -> None:
+        self._check("ncclGroupEnd", self._funcs["ncclGroupEnd"]())
+
+    def ncclCommDestroy(self, comm) -> None:
+        self._check("ncclCommDestroy", self._funcs["ncclCommDestroy"](comm))
+
+    def ncclCommAbort(self, comm) -> None:
+        self._check("ncclCommAbort", self._funcs["ncclCommAbort"](comm))
+
+
+# ==== where a pointer leads (diagnostics) ===========================================================
+class _DlInfo(ctypes.Structure):
+    _fields_ = [("dli_fname", ctypes.c_char_p), ("dli_fbase", ctypes.c_void_p),
+                ("dli_sname", ctypes.c_char_p), ("dli_saddr", ctypes.c_void_p)]
+
+
+def defining_file(func_ptr) -> str:
+    """The file a function pointer lies in (dladdr), e.g. libnccl.so.2 or the plugin's .so."""
+    try:
+        try:
+            dladdr = ctypes.CDLL(None).dladdr
+        except AttributeError:
+            dladdr = ctypes.CDLL("libdl.so.2").dladdr
+        dladdr.restype = ctypes.c_int
+        dladdr.argtypes = [ctypes.c_void_p, ctypes.POINTER(_DlInfo)]
+        info = _DlInfo()
+        addr = ctypes.cast(func_ptr, ctypes.c_void_p).value
+        if not addr or not dladdr(addr, ctypes.byref(info)) or not info.dli_fname:
+            return "?"
+        return os.path.realpath(info.dli_fname.decode())
+    except Exception:  # noqa: BLE001 - diagnostics only
+        return "?"
+
+
+# ==== CUDA runtime through ctypes ===================================================================
+CUDA_MEMCPY_H2D, CUDA_MEMCPY_D2H = 1, 2
+CUDA_STREAM_NON_BLOCKING = 1
+CAPTURE_MODES = {"global": 0, "thread_local": 1, "relaxed": 2}
+
+
+def cudart_candidates(explicit: Optional[str] = None, environ=None) -> List[str]:
+    """Names and paths to try for libcudart, in order."""
+    if explicit:
+        return [explicit]
+    environ = os.environ if environ is None else environ
+    names = ["libcudart.so.13", "libcudart.so.12", "libcudart.so"]
+    dirs = []
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        if environ.get(var):
+            dirs += [os.path.join(environ[var], "lib64"), os.path.join(environ[var], "lib")]
+    dirs += ["/usr/local/cuda/lib64", "/usr/local/cuda/lib"] + sorted(glob.glob("/usr/local/cuda/targets/*/lib"))
+    site_dirs = [p for p in sys.path if p and os.path.isdir(p)]
+    try:
+        site_dirs += site.getsitepackages() + [site.getusersitepackages()]
+    except Exception:  # noqa: BLE001 - virtualenvs without the site helpers
+        pass
+    for d in dict.fromkeys(site_dirs):
+        # torch's CUDA runtime wheels: nvidia/cuda_runtime/lib (CUDA 12) or nvidia/cu13/lib (CUDA 13).
+        dirs += [os.path.join(d, "nvidia", "cuda_runtime", "lib")] + sorted(glob.glob(os.path.join(d, "nvidia", "cu1*", "lib")))
+    paths = []
+    for d in dict.fromkeys(dirs):
+        paths += sorted(glob.glob(os.path.join(d, "libcudart.so*")), reverse=True)
+    return list(dict.fromkeys(names + paths))
+
+
+class CudaRuntime:
+    functions = [
+        Function("cudaGetErrorString", ctypes.c_char_p, [ctypes.c_int]),
+        Function("cudaGetDeviceCount", ctypes.c_int, [ctypes.POINTER(ctypes.c_int)]),
+        Function("cudaRuntimeGetVersion", ctypes.c_int, [ctypes.POINTER(ctypes.c_int)]),
+        Function("cudaDriverGetVersion", ctypes.c_int, [ctypes.POINTER(ctypes.c_int)]),
+        Function("cudaSetDevice", ctypes.c_int, [ctypes.c_int]),
+        Function("cudaDeviceSynchronize", ctypes.c_int, []),
+        Function("cudaMalloc", ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]),
+        Function("cudaFree", ctypes.c_int, [ctypes.c_void_p]),
+        Function("cudaMemcpy", ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]),
+        Function("cudaMemset", ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]),
+        Function("cudaStreamCreateWithFlags", ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p), ctypes.c_uint]),
+        Function("cudaStreamDestroy", ctypes.c_int, [ctypes.c_void_p]),
+        Function("cudaStreamSynchronize", ctypes.c_int, [ctypes.c_void_p]),
+        Function("cudaStreamBeginCapture", ctypes.c_int, [ctypes.c_void_p, ctypes.c_int]),
+        Function("cudaStreamEndCapture", ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)]),
+        Function("cudaGraphInstantiateWithFlags", ctypes.c_int,
+                 [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.c_ulonglong]),
+        Function("cudaGraphLaunch", ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p]),
+        Function("cudaGraphExecDestroy", ctypes.c_int, [ctypes.c_void_p]),
+        Function("cudaGraphDestroy", ctypes.c_int, [ctypes.c_void_p]),
+    ]
+
+    def __init__(self, explicit: Optional[str] = None):
+        tried = []
+        self.lib = None
+        for candidate in cudart_candidates(explicit):
+            try:
+                self.lib = ctypes.CDLL(candidate, mode=os.RTLD_LOCAL)
+                self.path = candidate
+                break
+            except OSError as e:
+                tried.append(f"{candidate}: {e}")
+        if self.lib is None:
+            raise CudaError("no CUDA runtime library found (use --cudart PATH); tried: " + "; ".join(tried))
+        self._f = {}
+        for func in CudaRuntime.functions:
+            try:
+                f = getattr(self.lib, func.name)
+            except AttributeError as e:
+                raise CudaError(f"{self.path} does not define {func.name}") from e
+            f.restype, f.argtypes = func.restype, func.argtypes
+            self._f[func.name] = f
+        self.loaded_from = defining_file(self._f["cudaMalloc"])
+
+    def error_string(self, code: int) -> str:
+        text = self._f["cudaGetErrorString"](code)
+        return text.decode("utf-8", "replace") if text else "(null)"
+
+    def _call(self, name: str, *args) -> None:
+        code = self._f[name](*args)
+        if code != 0:
+            raise CudaError(cuda_error_message(name, code, self.error_string(code)))
+
+    def _int(self, name: str) -> int:
+        value = ctypes.c_int()
+        self._call(name, ctypes.byref(value))
+        return value.value
+
+    def device_count(self) -> int:
+        return self._int("cudaGetDeviceCount")
+
+    def versions(self):
+        return self._int("cudaRuntimeGetVersion"), self._int("cudaDriverGetVersion")
+
+    def set_device(self, device: int) -> None:
+        self._call("cudaSetDevice", device)
+
+    def synchronize(self) -> None:
+        self._call("cudaDeviceSynchronize")
+
+    def malloc(self, nbytes: int) -> int:
+        ptr = ctypes.c_void_p()
+        self._call("cudaMalloc", ctypes.byref(ptr), max(nbytes, 1))
+        return ptr.value
+
+    def free(self, ptr: int) -> None:
+        self._call("cudaFree", ptr)
+
+    def upload(self, dst: int, data: bytes) -> None:
+        src = (ctypes.c_char * len(data)).from_buffer_copy(data)
+        self._call("cudaMemcpy", dst, src, len(data), CUDA_MEMCPY_H2D)
+
+    def download(self, src: int, nbytes: int) -> bytes:
+        dst = (ctypes.c_char * nbytes)()
+        self._call("cudaMemcpy", dst, src, nbytes, CUDA_MEMCPY_D2H)
+        return dst.raw
+
+    def memset(self, ptr: int, value: int, nbytes: int) -> None:
+        self._call("cudaMemset", ptr, value, nbytes)
+
+    def stream_create(self) -> int:
+        stream = ctypes.c_void_p()
+        self._call("cudaStreamCreateWithFlags", ctypes.byref(stream), CUDA_STREAM_NON_BLOCKING)
+        return stream.value
+
+    def stream_destroy(self, stream: int) -> None:
+        self._call("cudaStreamDestroy", stream)
+
+    def stream_synchronize(self, stream) -> None:
+        self._call("cudaStreamSynchronize", stream)
+
+    def begin_capture(self, stream: int, mode: int) -> None:
+        self._call("cudaStreamBeginCapture", stream, mode)
+
+    def end_capture(self, stream: int) -> int:
+        graph = ctypes.c_void_p()
+        self._call("cudaStreamEndCapture", stream, ctypes.byref(graph))
+        return graph.value
+
+    def graph_instantiate(self, graph: int) -> int:
+        exec_ = ctypes.c_void_p()
+        self._call("cudaGraphInstantiateWithFlags", ctypes.byref(exec_), graph, 0)
+        return exec_.value
+
+    def graph_launch(self, exec_: int, stream: int) -> None:
+        self._call("cudaGraphLaunch", exec_, stream)
+
+    def graph_exec_destroy(self, exec_: int) -> None:
+        self._call("cudaGraphExecDestroy", exec_)
+
+    def graph_destroy(self, graph: int) -> None:
+        self._call("cudaGraphDestroy", graph)
+
+
+# ==== host-side values: bf16/fp16 conversions and the expected sums =================================
+def f32_bits(x: float) -> int:
+    return struct.unpack("<I", struct.pack("<f", x))[0]
+
+
+def float_to_bf16_bits(x: float) -> int:
+    """float -> bfloat16 bits, round to nearest even (via float32; exact for the values used here)."""
+    bits = f32_bits(x)
+    if (bits & 0x7F800000) == 0x7F800000 and (bits & 0x007FFFFF):
+        return ((bits >> 16) | 0x0040) & 0xFFFF  # quiet NaN, sign kept
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
+
+
+def bf16_bits_to_float(h: int) -> float:
+    return struct.unpack("<f", struct.pack("<I", (h & 0xFFFF) << 16))[0]
+
+
+def float_to_fp16_bits(x: float) -> int:
+    return struct.unpack("<H", struct.pack("<e", x))[0]
+
+
+def fp16_bits_to_float(h: int) -> float:
+    return struct.unpack("<e", struct.pack("<H", h & 0xFFFF))[0]
+
+
+def encode(values, dtype: str) -> bytes:
+    values = list(values)
+    n = len(values)
+    if dtype == "float32":
+        return struct.pack(f"<{n}f", *values)
+    if dtype == "float16":
+        return struct.pack(f"<{n}e", *values)
+    if dtype == "bfloat16":
+        return struct.pack(f"<{n}H", *(float_to_bf16_bits(v) for v in values))
+    raise ValueError(f"unknown dtype {dtype}")
+
+
+def decode(data: bytes, dtype: str) -> List[float]:
+    esize = DTYPES[dtype][1]
+    n = len(data) // esize
+    if dtype == "float32":
+        return list(struct.unpack(f"<{n}f", data))
+    if dtype == "float16":
+        return list(struct.unpack(f"<{n}e", data))
+    return [bf16_bits_to_float(h) for h in struct.unpack(f"<{n}H", data)]
+
+
+PERIOD = 17
+
+
+def pattern_value(i: int, rank: int, salt: int) -> int:
+    """What rank `rank` contributes at element i: an integer in [-8, 8], periodic in i (period 17)."""
+    return ((i * 7 + rank * 3 + salt) % PERIOD) - 8
+
+
+def _tile(period: bytes, count: int, esize: int) -> bytes:
+    return (period * (count // PERIOD + 1))[: count * esize]
+
+
+def contribution_bytes(count: int, dtype: str, rank: int, salt: int) -> bytes:
+    return _tile(encode((pattern_value(i, rank, salt) for i in range(PERIOD)), dtype), count, DTYPES[dtype][1])
+
+
+def expected_sum_values(nranks: int, salt: int) -> List[int]:
+    return [sum(pattern_value(i, r, salt) for r in range(nranks)) for i in range(PERIOD)]
+
+
+def expected_bytes(count: int, dtype: str, nranks: int, salt: int) -> bytes:
+    return _tile(encode(expected_sum_values(nranks, salt), dtype), count, DTYPES[dtype][1])
+
+
+KIB, MIB = 1024, 1024 * 1024
+ODD_COUNTS = [1, 3, 17, 1001, 4097, 65537]
+BYTE_SIZES = [1 * KIB, 64 * KIB, 256 * KIB, 1 * MIB, 4 * MIB, 8 * MIB]
+QUICK_ODD_COUNTS = [1, 3, 17, 1001, 4097]
+QUICK_BYTE_SIZES = [64 * KIB, 1 * MIB]
+
+
+def counts_for(dtype: str, quick: bool, max_bytes: int = 0) -> List[int]:
+    esize = DTYPES[dtype][1]
+    odd, sizes = (QUICK_ODD_COUNTS, QUICK_BYTE_SIZES) if quick else (ODD_COUNTS, BYTE_SIZES)
+    counts = sorted(set(odd) | {b // esize for b in sizes})
+    return [c for c in counts if c == 1 or not max_bytes or c * esize <= max_bytes]
+
+
+def graph_counts_for(dtype: str, quick: bool, max_bytes: int = 0) -> List[int]:
+    counts = counts_for(dtype, quick, max_bytes)
+    return counts if not quick else sorted({c for c in counts if c in (1, 1001, 4097)} | {max(counts)})
+
+
+def mismatch_report(got: bytes, want: bytes, dtype: str):
+    """(number of elements whose values differ, first such index, got value, want value).
+    +0 and -0 count as equal; NaN (the unwritten-output sentinel) equals nothing."""
+    g, w = decode(got, dtype), decode(want, dtype)
+    if len(g) != len(w):
+        return max(len(g), len(w)), min(len(g), len(w)), None, None
+    bad = [i for i in range(len(w)) if not (g[i] == w[i])]
+    if not bad:
+        return 0, None, None, None
+    return len(bad), bad[0], g[bad[0]], w[bad[0]]
+
+
+def summary_line(checks: int, wrong: int) -> str:
+    return f"{PROG}: {checks} checks, {wrong} wrong"
+
+
+# ==== arguments =====================================================================================
+def _positive(minimum: int, maximum: Optional[int] = None):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if value < minimum or (maximum is not None and value > maximum):
+            bounds = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
+            raise argparse.ArgumentTypeError(f"must be {bounds}: {value}")
+        return value
+    return parse
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=PROG, description="pynccl-style (ctypes, cached pointers) NCCL all-reduce client")
+    p.add_argument("--nccl", metavar="PATH", help="NCCL library to load (like VLLM_NCCL_SO_PATH; default: "
+                   "$SGLANG_NCCL_SO_PATH, $VLLM_NCCL_SO_PATH, libnccl.so.2)")
+    p.add_argument("--cudart", metavar="PATH", help="CUDA runtime library (default: searched)")
+    p.add_argument("--nranks", type=_positive(1, MAX_RANKS), default=1,
+                   help="ranks, one forked process and one GPU each (default 1, GPU 0)")
+    p.add_argument("--graph-replays", type=_positive(0), default=5, help="replays per CUDA graph (0: no graphs; default 5)")
+    p.add_argument("--graph-calls", type=_positive(1), default=4, help="all-reduces captured per graph (default 4)")
+    p.add_argument("--capture-mode", choices=sorted(CAPTURE_MODES), default="thread_local",
+                   help="cudaStreamBeginCapture mode (default thread_local)")
+    p.add_argument("--quick", action="store_true", help="fewer sizes")
+    p.add_argument("--max-bytes", type=_positive(0), default=0, metavar="N",
+                   help="leave out messages larger than N bytes (0: no limit; 1 element always runs)")
+    p.add_argument("--timeout", type=_positive(1), default=900, help="seconds before a hung run is ended (default 900)")
+    p.add_argument("--verbose", "-v", action="store_true", help="print every check")
+    p.add_argument("--self-test", action="store_true", help="host-side checks only, no CUDA or NCCL")
+    return p
+
+
+def parse_args(argv=None, environ=None) -> argparse.Namespace:
+    environ = os.environ if environ is None else environ
+    args = build_parser().parse_args(argv)
+    if args.nccl:
+        args.nccl_path, args.nccl_source = args.nccl, "--nccl"
+    elif environ.get("SGLANG_NCCL_SO_PATH"):
+        args.nccl_path, args.nccl_source = environ["SGLANG_NCCL_SO_PATH"], "SGLANG_NCCL_SO_PATH"
+    elif environ.get("VLLM_NCCL_SO_PATH"):
+        args.nccl_path, args.nccl_source = environ["VLLM_NCCL_SO_PATH"], "VLLM_NCCL_SO_PATH"
+    else:
+        args.nccl_path, args.nccl_source = "libnccl.so.2", "default"
+    return args
+
+
+# ==== the parent/child pipes (unique ids down, results up) ==========================================
+_FRAME = struct.Struct("<cI")
+
+
+def write_frame(fd: int, tag: bytes, payload: bytes) -> None:
+    data = _FRAME.pack(tag, len(payload)) + payload
+    while data:
+        data = data[os.write(fd, data):]
+
+
+def read_exact(fd: int, n: int) -> bytes:
+    out = b""
+    while len(out) < n:
+        chunk = os.read(fd, n - len(out))
+        if not chunk:
+            raise EOFError("pipe closed")
+        out += chunk
+    return out
+
+
+def read_frame(fd: int):
+    tag, length = _FRAME.unpack(read_exact(fd, _FRAME.size))
+    return tag, read_exact(fd, length)
+
+
+class FrameBuffer:
+    """Parent side: complete frames out of what non-blocking reads have delivered so far."""
+
+    def __init__(self):
+        self.data = b""
+
+    def feed(self, chunk: bytes):
+        self.data += chunk
+        frames = []
+        while len(self.data) >= _FRAME.size:
+            tag, length = _FRAME.unpack(self.data[: _FRAME.size])
+            if len(self.data) < _FRAME.size + length:
+                break
+            frames.append((tag, self.data[_FRAME.size: _FRAME.size + length]))
+            self.data = self.data[_FRAME.size + length:]
+        return frames
+
+
+class Channel:
+    """A rank's end: ids from rank 0 go up and come back down to the other ranks."""
+
+    def __init__(self, up_fd: int, down_fd: int):
+        self.up_fd, self.down_fd = up_fd, down_fd
+
+    def publish_id(self, uid: ncclUniqueId) -> None:
+        write_frame(self.up_fd, b"I", bytes(uid))
+
+    def receive_id(self) -> ncclUniqueId:
+        tag, payload = read_frame(self.down_fd)
+        if tag != b"I" or len(payload) != NCCL_UNIQUE_ID_BYTES:
+            raise RuntimeError(f"unexpected message {tag!r} ({len(payload)} bytes) instead of a unique id")
+        return ncclUniqueId.from_buffer_copy(payload)
+
+    def send_result(self, result: dict) -> None:
+        write_frame(self.up_fd, b"R", json.dumps(result).encode())
+
+
+# What builds the wrappers; the self-test's dry run puts host-only stand-ins here.
+HOOKS = {"nccl": NCCLLibrary, "cuda": CudaRuntime}
+
+
+# ==== one rank ======================================================================================
+class Rank:
+    def __init__(self, rank: int, nranks: int, args, channel: Optional[Channel], cuda: Optional[CudaRuntime]):
+        self.rank, self.nranks, self.args, self.channel = rank, nranks, args, channel
+        self.cuda = cuda
+        self.checks = 0
+        self.wrong = 0
+        self.errors: List[str] = []
+        self.wrong_lines = 0
+        self.lib: Optional[NCCLLibrary] = None
+        self.stream = None
+        self.prefix = f"{PROG}[rank {rank}]" if nranks > 1 else PROG
+
+    def say(self, text: str) -> None:
+        print(f"{self.prefix}: {text}", flush=True)
+
+    def expect(self, ok: bool, what: str) -> bool:
+        self.checks += 1
+        if not ok:
+            self.wrong += 1
+            self.say(f"WRONG: {what}")
+        elif self.args.verbose:
+            self.say(f"ok: {what}")
+        return ok
+
+    def compare(self, what: str, got: bytes, want: bytes, dtype: str) -> bool:
+        self.checks += 1
+        if got == want:
+            if self.args.verbose:
+                self.say(f"ok: {what}")
+            return True
+        nbad, index, got_v, want_v = mismatch_report(got, want, dtype)
+        if nbad == 0:  # only the sign of a zero differs
+            if self.args.verbose:
+                self.say(f"ok: {what} (a zero's sign differs)")
+            return True
+        self.wrong += 1
+        self.wrong_lines += 1
+        if self.wrong_lines <= 20:
+            n = len(want) // DTYPES[dtype][1]
+            self.say(f"WRONG: {what}: {nbad} of {n} elements differ, first at {index}: got {got_v!r}, want {want_v!r}")
+        return False
+
+    # -- ids and communicators --
+    def exchange_id(self, lib: NCCLLibrary) -> ncclUniqueId:
+        if self.rank == 0:
+            uid = lib.ncclGetUniqueId()
+            if self.channel:
+                self.channel.publish_id(uid)
+            return uid
+        return self.channel.receive_id()
+
+    def new_comm(self, lib: NCCLLibrary, what: str, uid: Optional[ncclUniqueId] = None):
+        if uid is None:
+            uid = self.exchange_id(lib)
+        comm = lib.ncclCommInitRank(self.nranks, uid, self.rank)
+        self.expect(bool(comm.value), f"{what}: ncclCommInitRank returned a communicator")
+        self.expect(lib.ncclCommCount(comm) == self.nranks, f"{what}: ncclCommCount == {self.nranks}")
+        self.expect(lib.ncclCommUserRank(comm) == self.rank, f"{what}: ncclCommUserRank == {self.rank}")
+        self.expect(lib.ncclCommCuDevice(comm) == self.rank, f"{what}: ncclCommCuDevice == {self.rank}")
+        return comm
+
+    # -- one checked all-reduce, eager --
+    def eager(self, lib, comm, dtype: str, count: int, inplace: bool, salt: int, stream, label: str,
+              grouped: bool = False) -> None:
+        cuda = self.cuda
+        esize = DTYPES[dtype][1]
+        nbytes = count * esize
+        send = cuda.malloc(nbytes)
+        recv = send if inplace else cuda.malloc(nbytes)
+        try:
+            mine = contribution_bytes(count, dtype, self.rank, salt)
+            cuda.upload(send, mine)
+            if not inplace:
+                cuda.memset(recv, 0xFF, nbytes)  # NaN in every float type: an unwritten output fails
+            cuda.synchronize()
+            if grouped:
+                lib.ncclGroupStart()
+                try:
+                    lib.ncclAllReduce(send, recv, count, DTYPES[dtype][0], NCCL_SUM, comm, stream)
+                finally:
+                    lib.ncclGroupEnd()
+            else:
+                lib.ncclAllReduce(send, recv, count, DTYPES[dtype][0], NCCL_SUM, comm, stream)
+            cuda.stream_synchronize(stream)
+            where = "in place" if inplace else "out of place"
+            self.compare(f"{label} {dtype} count {count} {where}", cuda.download(recv, nbytes),
+                         expected_bytes(count, dtype, self.nranks, salt), dtype)
+            if not inplace:
+                self.compare(f"{label} {dtype} count {count} out of place: input unchanged",
+                             cuda.download(send, nbytes), mine, dtype)
+        finally:
+            cuda.free(send)
+            if not inplace:
+                cuda.free(recv)
+
+    # -- graph_calls all-reduces captured in one graph, replayed with fresh inputs --
+    def graph(self, lib, comm, dtype: str, count: int) -> None:
+        cuda, args = self.cuda, self.args
+        esize = DTYPES[dtype][1]
+        nbytes = count * esize
+        calls = args.graph_calls
+        bufs = []
+        graph = exec_ = None
+        try:
+            for k in range(calls):
+                inplace = k % 2 == 0
+                send = cuda.malloc(nbytes)
+                bufs.append((send, send if inplace else cuda.malloc(nbytes), inplace))
+            cuda.synchronize()
+            cuda.begin_capture(self.stream, CAPTURE_MODES[args.capture_mode])
+            try:
+                for send, recv, _ in bufs:
+                    lib.ncclAllReduce(send, recv, count, DTYPES[dtype][0], NCCL_SUM, comm, self.stream)
+            except BaseException:
+                try:
+                    broken = cuda.end_capture(self.stream)
+                    if broken:
+                        cuda.graph_destroy(broken)
+                except CudaError:
+                    pass
+                raise
+            graph = cuda.end_capture(self.stream)
+            exec_ = cuda.graph_instantiate(graph)
+            for rep in range(args.graph_replays):
+                for k, (send, recv, inplace) in enumerate(bufs):
+                    cuda.upload(send, contribution_bytes(count, dtype, self.rank, 100 + rep * calls + k))
+                    if not inplace:
+                        cuda.memset(recv, 0xFF, nbytes)
+                cuda.synchronize()
+                cuda.graph_launch(exec_, self.stream)
+                cuda.stream_synchronize(self.stream)
+                for k, (send, recv, inplace) in enumerate(bufs):
+                    where = "in place" if inplace else "out of place"
+                    self.compare(f"graph {dtype} count {count} replay {rep} call {k} {where}",
+                                 cuda.download(recv, nbytes),
+                                 expected_bytes(count, dtype, self.nranks, 100 + rep * calls + k), dtype)
+        finally:
+            # Graph execs go before anything else (NCCL 2.28.3 hung in ncclCommDestroy with live ones).
+            if exec_:
+                cuda.graph_exec_destroy(exec_)
+            if graph:
+                cuda.graph_destroy(graph)
+            for send, recv, inplace in bufs:
+                cuda.free(send)
+                if not inplace:
+                    cuda.free(recv)
+
+    def run(self) -> None:
+        args = self.args
+        # The pynccl scheme: the library and every pointer, before any unique id or communicator.
+        self.lib = lib = HOOKS["nccl"](args.nccl_path)
+        version = lib.ncclGetVersion()
+        if self.rank == 0:
+            self.say(f"NCCL {decode_nccl_version(version)} from {args.nccl_path} ({args.nccl_source}); "
+                     f"ncclAllReduce pointer (cached before any communicator) lies in "
+                     f"{defining_file(lib._funcs['ncclAllReduce'])}")
+        # Rank 0 makes the id; the other ranks wait for it on their pipe before any CUDA call.
+        uid = self.exchange_id(lib)
+        if self.cuda is None:
+            self.cuda = HOOKS["cuda"](args.cudart)
+        cuda = self.cuda
+        uid_comm = None
+        comm = None
+        try:
+            cuda.set_device(self.rank)
+            if self.rank == 0:
+                rt, drv = cuda.versions()
+                self.say(f"cudart {cuda.loaded_from} (runtime {rt}, driver {drv}); {self.nranks} rank(s); "
+                         f"graphs: {args.graph_calls} calls x {args.graph_replays} replays, {args.capture_mode} capture")
+            self.stream = cuda.stream_create()
+            comm = uid_comm = self.new_comm(lib, "first communicator", uid)
+            if self.rank == 0:
+                fresh = lib.lib["ncclAllReduce"]  # a new dlsym on the same handle, now that NCCL is up
+                self.say(f"after ncclCommInitRank a fresh dlsym of ncclAllReduce lies in {defining_file(fresh)}")
+            for dtype in DTYPES:
+                for count in counts_for(dtype, args.quick, args.max_bytes):
+                    for inplace in (True, False):
+                        self.eager(lib, comm, dtype, count, inplace, count % 13, self.stream, "eager")
+                for inplace in (True, False):
+                    self.eager(lib, comm, dtype, 4097, inplace, 5, None, "eager (legacy default stream)")
+                if args.graph_replays:
+                    for count in graph_counts_for(dtype, args.quick, args.max_bytes):
+                        self.graph(lib, comm, dtype, count)
+            comm = None
+            lib.ncclCommDestroy(uid_comm)  # the last communicator there is
+            self.lifecycle(version)
+        except Exception as e:  # noqa: BLE001 - every failure is reported and fails the run
+            self.errors.append(str(e) if isinstance(e, (NcclError, CudaError)) else traceback.format_exc())
+            self.say(f"ERROR: {self.errors[-1]}")
+            if comm is not None:
+                try:
+                    lib.ncclCommAbort(comm)  # never waits for a peer
+                except NcclError as abort_error:
+                    self.say(f"ERROR: {abort_error}")
+        finally:
+            if self.stream:
+                try:
+                    cuda.stream_destroy(self.stream)
+                except CudaError:
+                    pass
+
+    def lifecycle(self, version: int) -> None:
+        """No communicator left: go on through the cached pointers, as a long-lived vLLM process does."""
+        first = self.lib
+        # A new PyNcclCommunicator builds a new wrapper object; it is served from the per-path cache.
+        lib = HOOKS["nccl"](self.args.nccl_path)
+        self.expect(lib._funcs is first._funcs, "a second wrapper object reuses the cached pointers")
+        self.expect(lib.ncclGetVersion() == version, "ncclGetVersion after the last ncclCommDestroy")
+        lib.ncclGroupStart()
+        lib.ncclGroupEnd()
+        self.expect(True, "empty ncclGroupStart/ncclGroupEnd with no communicator")
+        comm = self.new_comm(lib, "second communicator")
+        try:
+            self.eager(lib, comm, "float32", 1001, True, 7, self.stream, "second communicator")
+            self.eager(lib, comm, "bfloat16", 4097, False, 8, self.stream, "second communicator, grouped",
+                       grouped=True)
+        except Exception:
+            lib.ncclCommAbort(comm)
+            raise
+        lib.ncclCommDestroy(comm)
+        comm = self.new_comm(lib, "third communicator")
+        try:
+            self.eager(lib, comm, "float16", 65537, False, 9, self.stream, "third communicator")
+        finally:
+            lib.ncclCommAbort(comm)
+        self.expect(lib.ncclGetVersion() == version, "ncclGetVersion after ncclCommAbort")
+
+    def result(self) -> dict:
+        return {"rank": self.rank, "checks": self.checks, "wrong": self.wrong, "errors": self.errors}
+
+
+# ==== GPUs, single rank and forked ranks ============================================================
+def probe_gpus(args):
+    """(usable GPU count, why not, the loaded runtime or None). Initialises CUDA in this process."""
+    try:
+        cuda = HOOKS["cuda"](args.cudart)
+    except CudaError as e:
+        return 0, str(e), None
+    try:
+        return cuda.device_count(), "", cuda
+    except CudaError as e:
+        return 0, str(e), cuda
+
+
+def probe_gpus_forked(args):
+    """The same in a child, so this process stays free of CUDA until it has forked the ranks."""
+    r, w = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            count, why, cuda = probe_gpus(args)
+            write_frame(w, b"P", json.dumps([count, why, cuda is not None]).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    try:
+        _, payload = read_frame(r)
+        count, why, loaded = json.loads(payload)
+    except (EOFError, ValueError) as e:
+        count, why, loaded = 0, f"the GPU probe process failed ({e})", False
+    os.close(r)
+    os.waitpid(pid, 0)
+    return count, why, loaded
+
+
+def skip(nranks: int, count: int, why: str) -> int:
+    reason = f": {why}" if why else ""
+    print(f"{PROG}: SKIPPED: needs {nranks} GPU(s), found {count}{reason}. "
+          f"(NCCL refuses two ranks on one GPU; --self-test runs the host-side checks without one.)", flush=True)
+    return EXIT_SKIP
+
+
+def finish(results: List[dict], nranks: int, problems: List[str]) -> int:
+    checks = sum(r["checks"] for r in results)
+    wrong = sum(r["wrong"] for r in results)
+    errors = sum(len(r["errors"]) for r in results) + len(problems)
+    for p in problems:
+        print(f"{PROG}: ERROR: {p}", flush=True)
+    print(summary_line(checks, wrong), flush=True)
+    if errors:
+        print(f"{PROG}: FAILED: {errors} error(s)", flush=True)
+    ok = len(results) == nranks and wrong == 0 and errors == 0
+    return EXIT_OK if ok else EXIT_FAIL
+
+
+def run_single(args) -> int:
+    count, why, cuda = probe_gpus(args)
+    if cuda is None and args.cudart:
+        print(f"{PROG}: ERROR: {why}", flush=True)
+        return EXIT_FAIL
+    if count < 1:
+        return skip(1, count, why)
+    faulthandler.dump_traceback_later(args.timeout, exit=True)
+    rank = Rank(0, 1, args, None, cuda)
+    try:
+        rank.run()
+    except Exception as e:  # noqa: BLE001 - before any communicator: loading NCCL, the first calls
+        rank.errors.append(str(e))
+        rank.say(f"ERROR: {e}")
+    faulthandler.cancel_dump_traceback_later()
+    return finish([rank.result()], 1, [])
+
+
+def child_main(rank: int, nranks: int, args, up_fd: int, down_fd: int) -> int:
+    faulthandler.dump_traceback_later(args.timeout, exit=True)
+    r = Rank(rank, nranks, args, Channel(up_fd, down_fd), None)
+    try:
+        r.run()
+    except Exception as e:  # noqa: BLE001 - NcclLoadError and friends
+        r.errors.append(str(e))
+        r.say(f"ERROR: {e}")
+    try:
+        r.channel.send_result(r.result())
+    except OSError:
+        pass
+    return EXIT_OK if not r.errors and not r.wrong else EXIT_FAIL
+
+
+def run_forked(args) -> int:
+    nranks = args.nranks
+    count, why, loaded = probe_gpus_forked(args)
+    if not loaded and args.cudart:
+        print(f"{PROG}: ERROR: {why}", flush=True)
+        return EXIT_FAIL
+    if count < nranks:
+        return skip(nranks, count, why)
+    ups = [os.pipe() for _ in range(nranks)]
+    downs = [os.pipe() for _ in range(nranks)]
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pids = []
+    for rank in range(nranks):
+        pid = os.fork()
+        if pid == 0:
+            code = EXIT_FAIL
+            try:
+                for i in range(nranks):  # keep only this rank's ends: EOF must mean what it says
+                    os.close(ups[i][0])
+                    os.close(downs[i][1])
+                    if i != rank:
+                        os.close(ups[i][1])
+                        os.close(downs[i][0])
+                code = child_main(rank, nranks, args, ups[rank][1], downs[rank][0])
+            except BaseException:  # noqa: BLE001
+                traceback.print_exc()
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                try:
+                    ctypes.CDLL(None).fflush(None)  # NCCL's log lines in C stdio buffers (_exit drops them)
+                except Exception:  # noqa: BLE001
+                    pass
+                os._exit(code)
+        pids.append(pid)
+    for i in range(nranks):
+        os.close(ups[i][1])
+        os.close(downs[i][0])
+    down_fds = {i: downs[i][1] for i in range(nranks)}
+    open_fds = {ups[i][0]: i for i in range(nranks)}
+    buffers = {i: FrameBuffer() for i in range(nranks)}
+    results: Dict[int, dict] = {}
+    problems: List[str] = []
+    exit_codes: Dict[int, int] = {}
+    deadline = time.monotonic() + args.timeout + 30
+
+    def close_downs():  # ranks waiting for an id then see EOF instead of waiting forever
+        for i in list(down_fds):
+            os.close(down_fds.pop(i))
+
+    while (open_fds or len(exit_codes) < nranks) and time.monotonic() < deadline:
+        ready, _, _ = select.select(list(open_fds), [], [], 0.5) if open_fds else ([], [], [])
+        if not open_fds:
+            time.sleep(0.1)
+        for fd in ready:
+            rank = open_fds[fd]
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                del open_fds[fd]
+                os.close(fd)
+                if rank == 0 or rank not in results:  # no more ids will come / a rank is gone
+                    close_downs()
+                continue
+            for tag, payload in buffers[rank].feed(chunk):
+                if tag == b"I" and rank == 0:
+                    for i, dfd in down_fds.items():
+                        if i != 0:
+                            try:
+                                write_frame(dfd, b"I", payload)
+                            except OSError:  # that rank is gone; its exit status says why
+                                pass
+                elif tag == b"R":
+                    results[rank] = json.loads(payload)
+        for rank, pid in enumerate(pids):
+            if rank in exit_codes:
+                continue
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                exit_codes[rank] = os.waitstatus_to_exitcode(status)
+                if exit_codes[rank] != 0:  # its peers may be stuck in a collective: a short grace
+                    deadline = min(deadline, time.monotonic() + 30)
+    for rank, pid in enumerate(pids):
+        if rank not in exit_codes:
+            problems.append(f"rank {rank} did not finish in time; killed")
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        elif exit_codes[rank] != 0 and rank not in results:
+            problems.append(f"rank {rank} exited with status {exit_codes[rank]} without a result")
+    close_downs()
+    for fd in open_fds:
+        os.close(fd)
+    for res in results.values():
+        for e in res["errors"]:
+            print(f"{PROG}[rank {res['rank']}]: error: {e.splitlines()[0] if e else e}", flush=True)
+    return finish([results[r] for r in sorted(results)], nranks, problems)
+
+
+# ==== host-only stand-ins: a dry run of the driver logic in --self-test =============================
+class _FakeCuda:
+    """CUDA on host memory: buffers are bytearrays, a capturing stream records, a graph replays."""
+
+    current = None
+
+    def __init__(self, explicit=None):
+        self.path = self.loaded_from = "fake-cudart"
+        self.mem: Dict[int, bytearray] = {}
+        self.next_ptr = 0x10000
+        self.capturing: Dict[Any, list] = {}
+        self.graphs: Dict[int, list] = {}
+        self.device = None
+        self.count = _FakeCuda.gpus
+        _FakeCuda.current = self
+
+    gpus = 1
+
+    def device_count(self):
+        if self.count == 0:
+            raise CudaError(cuda_error_message("cudaGetDeviceCount", 100, "no CUDA-capable device is detected"))
+        return self.count
+
+    def versions(self):
+        return 13000, 13000
+
+    def set_device(self, device):
+        self.device = device
+
+    def synchronize(self):
+        pass
+
+    def malloc(self, nbytes):
+        ptr, self.next_ptr = self.next_ptr, self.next_ptr + max(nbytes, 1) + 0x1000
+        self.mem[ptr] = bytearray(max(nbytes, 1))
+        return ptr
+
+    def free(self, ptr):
+        del self.mem[ptr]
+
+    def upload(self, dst, data):
+        self.mem[dst][: len(data)] = data
+
+    def download(self, src, nbytes):
+        return bytes(self.mem[src][:nbytes])
+
+    def memset(self, ptr, value, nbytes):
+        self.mem[ptr][:nbytes] = bytes([value]) * nbytes
+
+    def stream_create(self):
+        return self.malloc(1)
+
+    def stream_destroy(self, stream):
+        self.free(stream)
+
+    def stream_synchronize(self, stream):
+        if stream in self.capturing:
+            raise CudaError(cuda_error_message("cudaStreamSynchronize", 900, "operation not permitted when stream is capturing"))
+
+    def begin_capture(self, stream, mode):
+        self.capturing[stream] = []
+
+    def end_capture(self, stream):
+        graph = self.malloc(1)
+        self.graphs[graph] = self.capturing.pop(stream)
+        return graph
+
+    def graph_instantiate(self, graph):
+        exec_ = self.malloc(1)
+        self.graphs[exec_] = list(self.graphs[graph])
+        return exec_
+
+    def graph_launch(self, exec_, stream):
+        for work in self.graphs[exec_]:
+            work()
+
+    def graph_exec_destroy(self, exec_):
+        del self.graphs[exec_]
+        self.free(exec_)
+
+    def graph_destroy(self, graph):
+        del self.graphs[graph]
+        self.free(graph)
+
+
+class _FakeNccl:
+    """NCCL's semantics for the calls used here; ranks in other processes meet in files under `meet`."""
+
+    _funcs: Dict[str, Any] = {}
+    meet = ""
+    flaw = ""  # "", "skip-out-of-place", "off-by-one-in-graph", "fail-destroy"
+
+    def __init__(self, so_file):
+        self.so_file = so_file
+        self.lib = {"ncclAllReduce": None}
+        self.comms: Dict[int, dict] = getattr(_FakeNccl, "_comms", {})
+        _FakeNccl._comms = self.comms
+        _FakeNccl._funcs.setdefault("ncclAllReduce", None)
+
+    def ncclGetVersion(self):
+        return 22803
+
+    def ncclGetUniqueId(self):
+        return ncclUniqueId.from_buffer_copy(os.urandom(NCCL_UNIQUE_ID_BYTES))
+
+    def ncclCommInitRank(self, nranks, uid, rank):
+        handle = 0x5000 + len(self.comms)
+        self.comms[handle] = {"id": bytes(uid)[:8].hex(), "nranks": nranks, "rank": rank, "seq": 0, "live": True}
+        return ncclComm_t(handle)
+
+    def _comm(self, comm, name):
+        state = self.comms.get(comm.value)
+        if not state or not state["live"]:
+            raise NcclError(nccl_error_message(name, 4, "invalid argument"))
+        return state
+
+    def ncclCommCount(self, comm):
+        return self._comm(comm, "ncclCommCount")["nranks"]
+
+    def ncclCommUserRank(self, comm):
+        return self._comm(comm, "ncclCommUserRank")["rank"]
+
+    def ncclCommCuDevice(self, comm):
+        return _FakeCuda.current.device
+
+    def ncclGroupStart(self):
+        pass
+
+    def ncclGroupEnd(self):
+        pass
+
+    def ncclAllReduce(self, send, recv, count, datatype, op, comm, stream):
+        state = self._comm(comm, "ncclAllReduce")
+        cuda = _FakeCuda.current
+        dtype = next(name for name, (code, _) in DTYPES.items() if code == datatype)
+        nbytes = count * DTYPES[dtype][1]
+        capturing = stream in cuda.capturing
+
+        def work():
+            data = cuda.download(send, nbytes)
+            if state["nranks"] > 1:
+                data = self._meet(state, data, dtype)
+            if _FakeNccl.flaw == "skip-out-of-place" and send != recv:
+                return
+            if _FakeNccl.flaw == "off-by-one-in-graph" and capturing:
+                values = decode(data, dtype)
+                values[-1] += 1
+                data = encode(values, dtype)
+            cuda.upload(recv, data)
+
+        if capturing:
+            cuda.capturing[stream].append(work)
+        else:
+            work()
+
+    def _meet(self, state, data, dtype):
+        state["seq"] += 1
+        stem = os.path.join(_FakeNccl.meet, f"{state['id']}-{state['seq']}-")
+        with open(stem + f"{state['rank']}.tmp", "wb") as f:
+            f.write(data)
+        os.rename(stem + f"{state['rank']}.tmp", stem + str(state["rank"]))
+        deadline = time.monotonic() + 60
+        parts = []
+        for r in range(state["nranks"]):
+            while not os.path.exists(stem + str(r)):
+                if time.monotonic() > deadline:
+                    raise NcclError(nccl_error_message("ncclAllReduce", 6, "remote process exited or there was a network error"))
+                time.sleep(0.001)
+            with open(stem + str(r), "rb") as f:
+                parts.append(decode(f.read(), dtype))
+        return encode([sum(col) for col in zip(*parts)], dtype)
+
+    def ncclCommDestroy(self, comm):
+        self._comm(comm, "ncclCommDestroy")["live"] = False
+        if _FakeNccl.flaw == "fail-destroy":
+            raise NcclError(nccl_error_message("ncclCommDestroy", 3, "internal error"))
+
+    def ncclCommAbort(self, comm):
+        self._comm(comm, "ncclCommAbort")["live"] = False
+
+
+def dry_run(argv, gpus: int = 1, flaw: str = ""):
+    """Runs the client's driver on the stand-ins; returns (exit status, its output)."""
+    import tempfile
+    saved = dict(HOOKS)
+    HOOKS.update(nccl=_FakeNccl, cuda=_FakeCuda)
+    _FakeCuda.gpus, _FakeNccl.flaw, _FakeNccl._comms = gpus, flaw, {}
+    out = tempfile.TemporaryFile()
+    sys.stdout.flush()
+    saved_fd = os.dup(1)
+    try:
+        with tempfile.TemporaryDirectory(prefix="pynccl-dry-") as meet:
+            _FakeNccl.meet = meet
+            os.dup2(out.fileno(), 1)
+            try:
+                args = parse_args(argv, environ={})
+                code = run_single(args) if args.nranks == 1 else run_forked(args)
+            finally:
+                sys.stdout.flush()
+                os.dup2(saved_fd, 1)
+    finally:
+        os.close(saved_fd)
+        HOOKS.clear()
+        HOOKS.update(saved)
+    out.seek(0)
+    return code, out.read().decode(errors="replace")
+
+
+# ==== self-test (host only) =========================================================================
+def self_test() -> int:
+    checks = 0
+    failures: List[str] = []
+
+    def check(ok, what):
+        nonlocal checks
+        checks += 1
+        if not ok:
+            failures.append(what)
+            print(f"{PROG} self-test: FAILED: {what}", flush=True)
+
+    # bf16 and fp16 bit patterns, rounding, specials
+    bf16 = {0.0: 0x0000, 1.0: 0x3F80, -1.0: 0xBF80, 2.0: 0x4000, -2.0: 0xC000, 0.5: 0x3F00,
+            -8.0: 0xC100, 8.0: 0x4100, 3.0: 0x4040, 64.0: 0x4280, -64.0: 0xC280, 256.0: 0x4380,
+            1.0 + 2 ** -8: 0x3F80, 1.0 + 3 * 2 ** -8: 0x3F82, 1.0 + 2 ** -8 + 2 ** -20: 0x3F81,
+            math.inf: 0x7F80, -math.inf: 0xFF80, 3.0e38: 0x7F62}
+    for value, bits in bf16.items():
+        check(float_to_bf16_bits(value) == bits, f"bf16 bits of {value!r}: {float_to_bf16_bits(value):#06x} != {bits:#06x}")
+    check(float_to_bf16_bits(-0.0) == 0x8000, "bf16 bits of -0.0")
+    nan_bits = float_to_bf16_bits(math.nan)
+    check((nan_bits & 0x7F80) == 0x7F80 and (nan_bits & 0x7F) != 0, f"bf16 NaN stays NaN ({nan_bits:#06x})")
+    check(math.isnan(bf16_bits_to_float(0xFFFF)), "bf16 0xFFFF (the sentinel) decodes to NaN")
+    fp16 = {0.0: 0x0000, 1.0: 0x3C00, -1.0: 0xBC00, -2.0: 0xC000, 0.5: 0x3800, -8.0: 0xC800, 64.0: 0x5400,
+            256.0: 0x5C00, 65504.0: 0x7BFF, 1.0 + 2 ** -11: 0x3C00, 1.0 + 3 * 2 ** -11: 0x3C02}
+    for value, bits in fp16.items():
+        check(float_to_fp16_bits(value) == bits, f"fp16 bits of {value!r}: {float_to_fp16_bits(value):#06x} != {bits:#06x}")
+    check(math.isnan(fp16_bits_to_float(0xFFFF)), "fp16 0xFFFF (the sentinel) decodes to NaN")
+    check(math.isnan(struct.unpack("<f", b"\xff\xff\xff\xff")[0]), "fp32 0xFFFFFFFF (the sentinel) is NaN")
+    for dtype in DTYPES:
+        ints = list(range(-256, 257))
+        data = encode(ints, dtype)
+        check(len(data) == len(ints) * DTYPES[dtype][1], f"{dtype}: encoded size")
+        check(decode(data, dtype) == [float(v) for v in ints], f"{dtype}: integers -256..256 round-trip exactly")
+    check(encode([1.0, -8.0], "bfloat16") == bytes([0x80, 0x3F, 0x00, 0xC1]), "bf16 encoding is little-endian")
+    check(encode([1.0], "float16") == bytes([0x00, 0x3C]), "fp16 encoding is little-endian")
+
+    # contributions and expected sums: the tiled fast path equals the per-element formula
+    for dtype in DTYPES:
+        for n in (1, 2, 3, 16, 17, 18, 34, 35, 1001):
+            for rank in (0, 1, 3, 31):
+                for salt in (0, 5, 1001):
+                    direct = encode([pattern_value(i, rank, salt) for i in range(n)], dtype)
+                    check(contribution_bytes(n, dtype, rank, salt) == direct,
+                          f"contribution {dtype} n={n} rank={rank} salt={salt}")
+            for nranks in (1, 2, 3, 8, MAX_RANKS):
+                for salt in (0, 7, 103):
+                    sums = [sum(pattern_value(i, r, salt) for r in range(nranks)) for i in range(n)]
+                    got = expected_bytes(n, dtype, nranks, salt)
+                    check(got == encode(sums, dtype), f"expected {dtype} n={n} nranks={nranks} salt={salt}")
+                    check(decode(got, dtype) == [float(s) for s in sums],
+                          f"expected sums exact in {dtype} (n={n} nranks={nranks})")
+    worst = max(abs(sum(pattern_value(i, r, s) for r in range(k)))
+                for k in range(1, MAX_RANKS + 1) for i in range(PERIOD) for s in range(PERIOD))
+    check(worst <= 256, f"every partial sum is an integer bf16 holds exactly (max |sum| {worst})")
+    check({pattern_value(i, r, 0) for i in range(PERIOD) for r in range(2)} == set(range(-8, 9)),
+          "contributions cover -8..8")
+    check(contribution_bytes(5, "float32", 0, 0) != contribution_bytes(5, "float32", 1, 0), "ranks contribute differently")
+    check(contribution_bytes(50, "float16", 0, 100) != contribution_bytes(50, "float16", 0, 101), "replays get fresh inputs")
+    check(expected_bytes(3, "float32", 2, 0) == struct.pack("<3f", -13, 1, -2), "expected sums, two ranks, by hand")
+
+    # sizes
+    for quick in (False, True):
+        for dtype in DTYPES:
+            counts = counts_for(dtype, quick)
+            esize = DTYPES[dtype][1]
+            check(all(isinstance(c, int) and c > 0 for c in counts), f"{dtype}: counts positive")
+            check({1, 3, 17, 1001, 4097} <= set(counts), f"{dtype} quick={quick}: 1 element and odd counts")
+            check(any(KIB <= c * esize < MIB for c in counts) and any(c * esize >= MIB for c in counts),
+                  f"{dtype} quick={quick}: KiB and MiB sizes")
+            check(set(graph_counts_for(dtype, quick)) <= set(counts) and 1 in graph_counts_for(dtype, quick),
+                  f"{dtype} quick={quick}: graph sizes")
+        check(max(c * DTYPES[d][1] for d in DTYPES for c in counts_for(d, quick)) <= 16 * MIB, "at most 16 MiB")
+    check(set(counts_for("bfloat16", True)) < set(counts_for("bfloat16", False)), "--quick is a subset")
+
+    # arguments
+    a = parse_args([], environ={})
+    check((a.nranks, a.nccl_path, a.nccl_source, a.quick, a.self_test) == (1, "libnccl.so.2", "default", False, False),
+          "defaults: 1 rank, libnccl.so.2")
+    check((a.graph_replays, a.graph_calls, a.capture_mode, a.cudart) == (5, 4, "thread_local", None), "graph defaults")
+    env = {"SGLANG_NCCL_SO_PATH": "/s/libnccl.so.2", "VLLM_NCCL_SO_PATH": "/v/libnccl.so.2"}
+    check(parse_args(["--nccl", "/x/p.so"], environ=env).nccl_path == "/x/p.so", "--nccl wins over the environment")
+    check(parse_args([], environ=env).nccl_source == "SGLANG_NCCL_SO_PATH", "SGLANG_NCCL_SO_PATH honoured")
+    check(parse_args([], environ={"VLLM_NCCL_SO_PATH": "/v/l.so"}).nccl_path == "/v/l.so", "VLLM_NCCL_SO_PATH honoured")
+    check(parse_args([], environ={"VLLM_NCCL_SO_PATH": ""}).nccl_path == "libnccl.so.2", "empty variable ignored")
+    a = parse_args(["--quick", "--graph-replays", "7", "--nranks", "2", "--capture-mode", "relaxed",
+                    "--cudart", "/c/libcudart.so.13", "--graph-calls", "3", "--timeout", "60"], environ={})
+    check((a.quick, a.graph_replays, a.nranks, a.capture_mode, a.cudart, a.graph_calls, a.timeout)
+          == (True, 7, 2, "relaxed", "/c/libcudart.so.13", 3, 60), "options parsed")
+    check(parse_args(["--graph-replays", "0"], environ={}).graph_replays == 0, "--graph-replays 0 turns graphs off")
+    check(parse_args(["--self-test"], environ={}).self_test, "--self-test parsed")
+    for bad in (["--nranks", "0"], ["--nranks", str(MAX_RANKS + 1)], ["--nranks", "x"], ["--graph-replays", "-1"],
+                ["--capture-mode", "strict"], ["--bogus"]):
+        try:
+            stderr, sys.stderr = sys.stderr, open(os.devnull, "w")
+            try:
+                parse_args(bad, environ={})
+            finally:
+                sys.stderr.close()
+                sys.stderr = stderr
+            check(False, f"{bad} rejected")
+        except SystemExit as e:
+            check(e.code == EXIT_USAGE, f"{bad} rejected with status 2")
+
+    # libraries
+    cands = cudart_candidates(None, environ={})
+    check(cands[:3] == ["libcudart.so.13", "libcudart.so.12", "libcudart.so"], "libcudart names first")
+    check(all(os.path.isabs(c) for c in cands[3:]), "then absolute paths")
+    check(cudart_candidates("/my/libcudart.so", environ={}) == ["/my/libcudart.so"], "--cudart alone")
+    check(decode_nccl_version(22803) == "2.28.3" and decode_nccl_version(21903) == "2.19.3"
+          and decode_nccl_version(2804) == "2.8.4", "NCCL version codes")
+    try:
+        NCCLLibrary("/nonexistent/libnccl.so.2")
+        check(False, "a missing library is reported")
+    except NcclLoadError as e:
+        check("/nonexistent/libnccl.so.2" in str(e), "a missing library is reported with its path")
+    libc = ctypes.util.find_library("c")
+    if libc:  # a library without NCCL's functions fails when the wrapper is built, not at the first call
+        try:
+            NCCLLibrary(libc)
+            check(False, "a library without NCCL is refused")
+        except NcclLoadError as e:
+            check("ncclGetErrorString" in str(e), "a library without NCCL is refused when the wrapper is built")
+    msg = nccl_error_message("ncclAllReduce", 5, "invalid usage", "bad stream")
+    check(msg.startswith("ncclAllReduce failed: invalid usage") and "bad stream" in msg, "NCCL error messages")
+    check(cuda_error_message("cudaMalloc", 2, "out of memory") == "cudaMalloc failed: out of memory (cudaError_t 2)",
+          "CUDA error messages")
+
+    # checks and pipes
+    want = expected_bytes(40, "bfloat16", 2, 3)
+    check(mismatch_report(want, want, "bfloat16")[0] == 0, "no mismatch on equal data")
+    nbad, index, _, _ = mismatch_report(b"\xff\xff" + want[2:], want, "bfloat16")
+    check((nbad, index) == (1, 0), "an unwritten (NaN) element is wrong")
+    check(mismatch_report(struct.pack("<f", -0.0), struct.pack("<f", 0.0), "float32")[0] == 0, "-0 equals +0")
+    check(mismatch_report(struct.pack("<2e", 1, 2), struct.pack("<2e", 1, 3), "float16")[:2] == (1, 1), "fp16 mismatch")
+    r, w = os.pipe()
+    uid = ncclUniqueId.from_buffer_copy(bytes(range(128)))
+    write_frame(w, b"I", bytes(uid))
+    write_frame(w, b"R", json.dumps({"checks": 3}).encode())
+    os.close(w)
+    tag, payload = read_frame(r)
+    check(tag == b"I" and ncclUniqueId.from_buffer_copy(payload).internal[:] == uid.internal[:], "id through a pipe")
+    tag, payload = read_frame(r)
+    check(tag == b"R" and json.loads(payload) == {"checks": 3}, "result through a pipe")
+    try:
+        read_frame(r)
+        check(False, "EOF detected")
+    except EOFError:
+        check(True, "EOF detected")
+    os.close(r)
+    fb = FrameBuffer()
+    data = _FRAME.pack(b"I", 3) + b"abc" + _FRAME.pack(b"R", 2) + b"xy"
+    frames = fb.feed(data[:5]) + fb.feed(data[5:9]) + fb.feed(data[9:])
+    check(frames == [(b"I", b"abc"), (b"R", b"xy")], "frames reassembled from partial reads")
+    check(ctypes.sizeof(ncclUniqueId) == 128, "ncclUniqueId is 128 bytes")
+    check(summary_line(12, 0) == "pynccl_client: 12 checks, 0 wrong", "summary line")
+
+    # the driver on host-only stand-ins: every step runs, right results pass, wrong ones are caught
+    def summary_of(text):
+        lines = [l for l in text.splitlines() if l.startswith(f"{PROG}: ") and " checks, " in l]
+        return lines[-1] if lines else ""
+
+    def checks_of(text):
+        return int(summary_of(text).split()[1]) if summary_of(text) else 0
+
+    code, text = dry_run(["--quick", "--graph-replays", "2"])
+    check(code == EXIT_OK and summary_of(text).endswith(" 0 wrong"), f"dry run, 1 rank: status {code}\n{text}")
+    check(checks_of(text) > 100, f"dry run, 1 rank: {checks_of(text)} checks")
+    # The stand-in's ranks meet through files, slow for MiB messages: the forked runs stay small.
+    small = ["--quick", "--graph-replays", "2", "--max-bytes", "65536", "--timeout", "120"]
+    code, text = dry_run(small)
+    n1 = checks_of(text)
+    check(code == EXIT_OK and 0 < n1 < checks_of(dry_run(["--quick", "--graph-replays", "2"])[1]),
+          f"dry run, --max-bytes: status {code}, {n1} checks")
+    code, text = dry_run(small + ["--nranks", "2"], gpus=2)
+    check(code == EXIT_OK and summary_of(text).endswith(" 0 wrong"), f"dry run, 2 forked ranks: status {code}\n{text}")
+    check(checks_of(text) == 2 * n1, f"dry run, 2 forked ranks: {checks_of(text)} checks, twice the 1-rank run's {n1}")
+    code, text = dry_run(small + ["--nranks", "3"], gpus=2)
+    check(code == EXIT_SKIP and "SKIPPED" in text, f"dry run: 3 ranks on 2 GPUs skipped (status {code})")
+    code, text = dry_run(["--quick"], gpus=0)
+    check(code == EXIT_SKIP and "SKIPPED" in text, f"dry run without a GPU skipped (status {code})")
+    for flaw in ("skip-out-of-place", "off-by-one-in-graph"):
+        code, text = dry_run(small, flaw=flaw)
+        check(code == EXIT_FAIL and "WRONG" in text and not summary_of(text).endswith(" 0 wrong"),
+              f"dry run with flaw {flaw} fails (status {code})")
+    code, text = dry_run(small, flaw="fail-destroy")
+    check(code == EXIT_FAIL and "ncclCommDestroy failed: internal error" in text,
+          f"dry run: an NCCL error names the function and its error string (status {code})")
+    code, text = dry_run(small + ["--nranks", "2"], gpus=2, flaw="fail-destroy")
+    check(code == EXIT_FAIL and "ncclCommDestroy failed" in text, f"dry run, 2 ranks: an NCCL error fails (status {code})")
+
+    print(f"{PROG} self-test: {checks} checks, {len(failures)} failed", flush=True)
+    return EXIT_OK if not failures else EXIT_FAIL
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    if args.self_test:
+        return self_test()
+    # NVLink multicast stays off unless the caller decides otherwise (it can take shared hosts down).
+    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+    if args.nranks == 1:
+        return run_single(args)
+    return run_forked(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,333 @@
+// The plugin's code hooks end to end, on CPU: a stand-in libnccl.so.2 (tests/hook_fixture) whose entry
+// points start the way real NCCL builds do; a caller that caches dlsym pointers into it before the
+// plugin exists (as vLLM's and SGLang's pynccl do); then the plugin loads as NCCL loads it, and the
+// cached pointers must reach the interposer and forward with arguments and results intact. Then NCCL's
+// unload of the tuner (finalize + dlclose, also from inside an abort) must leave every hooked entry
+// point working. Each scenario runs in a forked child: hooks are process-wide.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "plugin/tuner_abi.h"
+
+#if __has_include("symmem/hook_fixture_paths.h") && defined(__x86_64__)
+#include "symmem/hook_fixture_paths.h"
+#define SYMMEM_HAVE_HOOK_FIXTURE 1
+#else
+#define SYMMEM_HAVE_HOOK_FIXTURE 0
+#endif
+
+namespace {
+
+// What the stand-in records (tests/hook_fixture/stand_in_nccl.c).
+struct StandInRecord {
+  int allReduces, groupStartBodies, groupEnds, destroys, aborts, finalizes, revokes;
+  const void* send;
+  void* recv;
+  size_t count;
+  int dtype, op;
+  void* comm;
+  void* stream;
+  void* lastTeardownComm;
+  int revokeFlags;
+};
+
+using AllReduceFn = int (*)(const void*, void*, size_t, int, int, void*, void*);
+using CommFn = int (*)(void*);
+using RevokeFn = int (*)(void*, int);
+using VoidFn = int (*)();
+
+constexpr int kFloat32 = 7, kSum = 0, kRemoteError = 6;
+void* const kComm = reinterpret_cast<void*>(0x3000);
+void* const kSend = reinterpret_cast<void*>(0x1000);
+void* const kRecv = reinterpret_cast<void*>(0x2000);
+
+std::vector<std::string> gLog;
+std::vector<std::string> gProblems;
+#define CHILD_CHECK(cond, msg)                                                  \
+  do {                                                                          \
+    if (!(cond)) gProblems.push_back(std::string(msg) + " [" #cond "]");        \
+  } while (0)
+
+void captureLog(int level, unsigned long, const char*, int, const char* fmt, ...) {
+  char buf[4096];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  gLog.push_back(std::to_string(level) + ": " + buf);
+}
+
+int logCount(const std::string& needle) {
+  int n = 0;
+  for (const std::string& l : gLog) n += l.find(needle) != std::string::npos;
+  return n;
+}
+
+// The caller: pointers into the stand-in, taken before any plugin is loaded.
+struct Caller {
+  void* nccl = nullptr;
+  AllReduceFn allReduce = nullptr, pAllReduce = nullptr;
+  VoidFn groupStart = nullptr, groupEnd = nullptr;
+  CommFn destroy = nullptr, abort = nullptr, finalize = nullptr;
+  RevokeFn revoke = nullptr;
+  StandInRecord* record = nullptr;
+  int (*groupStartCount)() = nullptr;
+  void (*setAbortCallback)(void (*)()) = nullptr;
+
+  bool open() {
+    nccl = dlopen(SYMMEM_STAND_IN_NCCL_PATH, RTLD_NOW | RTLD_LOCAL);
+    if (!nccl) return false;
+    auto get = [&](const char* name, auto& out) {
+      out = reinterpret_cast<std::remove_reference_t<decltype(out)>>(dlsym(nccl, name));
+      return out != nullptr;
+    };
+    StandInRecord* (*recordFn)() = nullptr;
+    const bool ok = get("ncclAllReduce", allReduce) && get("pncclAllReduce", pAllReduce) &&
+                    get("ncclGroupStart", groupStart) && get("ncclGroupEnd", groupEnd) &&
+                    get("ncclCommDestroy", destroy) && get("ncclCommAbort", abort) &&
+                    get("ncclCommFinalize", finalize) && get("ncclCommRevoke", revoke) &&
+                    get("standInRecord", recordFn) && get("standInGroupStartCount", groupStartCount) &&
+                    get("standInSetAbortCallback", setAbortCallback);
+    if (ok) record = recordFn();
+    return ok;
+  }
+};
+
+// The plugin, driven as NCCL drives it.
+struct Tuner {
+  void* lib = nullptr;
+  const symmem::abi::TunerV5* v5 = nullptr;
+  void* ctx = nullptr;
+
+  bool load() {
+    lib = dlopen(SYMMEM_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
+    v5 = lib ? static_cast<const symmem::abi::TunerV5*>(dlsym(lib, "ncclTunerPlugin_v5")) : nullptr;
+    return v5 && v5->init(&ctx, 42, 2, 1, captureLog, nullptr, nullptr) == symmem::abi::kSuccess;
+  }
+  void unload() {  // what NCCL does after the last communicator
+    if (v5) v5->finalize(ctx);
+    if (lib) dlclose(lib);
+    lib = nullptr;
+    v5 = nullptr;
+  }
+};
+
+bool pluginMapped() {
+  void* h = dlopen(SYMMEM_PLUGIN_PATH, RTLD_NOW | RTLD_NOLOAD);
+  if (h) dlclose(h);
+  return h != nullptr;
+}
+
+// Loads things and maps memory where an unmapped plugin used to be.
+void takeTheOldAddresses() {
+  dlopen(SYMMEM_HOOK_SHAPES_PATH, RTLD_NOW | RTLD_LOCAL);
+  for (int i = 0; i < 16; ++i) {
+    void* p = mmap(nullptr, 4 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p != MAP_FAILED) std::memset(p, 0xcc, 4096);  // int3 everywhere: a jump here would trap
+  }
+}
+
+// Every entry point the plugin took over, through the cached pointers; `interposed`: each call must
+// show in the plugin's trace; either way it must reach the stand-in with its arguments.
+void callEveryEntryPoint(const Caller& c, bool interposed, const std::string& when) {
+  const StandInRecord before = *c.record;
+  const int tracesBefore = logCount("allreduce 5 elements on comm 0x3000: NCCL");
+  const int groupTracesBefore = logCount("group start");
+  CHILD_CHECK(c.allReduce(kSend, kRecv, 5, kFloat32, kSum, kComm, nullptr) == kRemoteError, when + ": result lost");
+  CHILD_CHECK(c.pAllReduce(kSend, kRecv, 5, kFloat32, kSum, kComm, nullptr) == kRemoteError, when + ": result lost");
+  CHILD_CHECK(c.record->allReduces == before.allReduces + 2, when + ": each all-reduce reaches NCCL once");
+  CHILD_CHECK(c.record->send == kSend && c.record->recv == kRecv && c.record->count == 5 &&
+                  c.record->dtype == kFloat32 && c.record->op == kSum && c.record->comm == kComm &&
+                  c.record->stream == nullptr,
+              when + ": arguments changed on the way");
+  CHILD_CHECK(c.groupStart() == 0 && c.groupEnd() == 0, when + ": group calls failed");
+  CHILD_CHECK(c.record->groupStartBodies == before.groupStartBodies + 1, when + ": group start lost");
+  CHILD_CHECK(c.groupStartCount() == before.groupStartBodies + 1,
+              when + ": the moved RIP-relative lea counted somewhere else");
+  CHILD_CHECK(c.record->groupEnds == before.groupEnds + 1, when + ": group end lost");
+  CHILD_CHECK(c.finalize(kComm) == 0 && c.revoke(kComm, 3) == 0 && c.destroy(kComm) == 0,
+              when + ": teardown calls failed");
+  CHILD_CHECK(c.record->finalizes == before.finalizes + 1 && c.record->revokes == before.revokes + 1 &&
+                  c.record->revokeFlags == 3 && c.record->destroys == before.destroys + 1,
+              when + ": teardown calls lost");
+  const int traces = logCount("allreduce 5 elements on comm 0x3000: NCCL") - tracesBefore;
+  const int groupTraces = logCount("group start") - groupTracesBefore;
+  CHILD_CHECK(traces == (interposed ? 2 : 0), when + ": " + std::to_string(traces) + " all-reduces seen by the plugin");
+  CHILD_CHECK(groupTraces == (interposed ? 1 : 0), when + ": group start seen " + std::to_string(groupTraces) + "x");
+}
+
+std::string runInChild(const std::map<std::string, std::string>& env, const std::function<void()>& body) {
+  int fds[2];
+  if (pipe(fds) != 0) return "pipe failed";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+    body();
+    std::string out;
+    for (const std::string& p : gProblems) out += "problem: " + p + "\n";
+    if (!gProblems.empty())
+      for (const std::string& l : gLog) out += "  log " + l + "\n";
+    if (write(fds[1], out.data(), out.size()) < 0) _exit(3);
+    _exit(gProblems.empty() ? 0 : 1);
+  }
+  close(fds[1]);
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof(buf))) > 0) out.append(buf, static_cast<size_t>(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status)) out += "child died (signal " + std::to_string(WTERMSIG(status)) + ")\n";
+  else if (WEXITSTATUS(status) != 0 && out.empty()) out = "child exit " + std::to_string(WEXITSTATUS(status));
+  return out;
+}
+
+const std::map<std::string, std::string> kTrace = {{"SYMMEM_LOG", "trace"}};
+
+class PluginHooks : public ::testing::Test {
+ protected:
+  void SetUp() override {
+#if !SYMMEM_HAVE_HOOK_FIXTURE
+    GTEST_SKIP() << "code hooks are x86-64 only and need the hook fixture";
+#endif
+  }
+};
+
+// Tuner abort of the last communicator: NCCL finalizes and dlcloses the tuner inside ncclCommAbort,
+// so the interposer's commAbort returns into a plugin NCCL has just closed.
+Tuner* gAbortTuner = nullptr;
+void unloadTunerInsideAbort() { gAbortTuner->unload(); }
+
+TEST_F(PluginHooks, CachedPointersReachThePluginAndSurviveItsUnload) {
+  const std::string problems = runInChild(kTrace, [] {
+    Caller c;
+    CHILD_CHECK(c.open(), "stand-in libnccl.so.2 not loadable");
+    if (!gProblems.empty()) return;
+    callEveryEntryPoint(c, /*interposed=*/false, "before the plugin loads");
+    Tuner t;
+    CHILD_CHECK(t.load(), "the plugin did not load as NCCL loads it");
+    if (!gProblems.empty()) return;
+    void* nccl = dlopen("libnccl.so.2", RTLD_NOW | RTLD_NOLOAD);
+    CHILD_CHECK(nccl == c.nccl, "the plugin bound to another libnccl.so.2 than the stand-in");
+    CHILD_CHECK(logCount("hooked 7 libnccl entry points") == 1, "no hook line");
+    CHILD_CHECK(logCount("stays loaded for the life of the process") == 1, "no pin line");
+    callEveryEntryPoint(c, true, "hooked");
+    // Inside a group the all-reduce goes to NCCL (and is seen going there).
+    c.groupStart();
+    CHILD_CHECK(c.allReduce(kSend, kRecv, 5, kFloat32, kSum, kComm, nullptr) == kRemoteError, "grouped call");
+    c.groupEnd();
+
+    t.unload();
+    CHILD_CHECK(pluginMapped(), "NCCL's dlclose unmapped the plugin while hooked code leads into it");
+    takeTheOldAddresses();
+    callEveryEntryPoint(c, true, "after NCCL unloaded the tuner");
+
+    // A second communicator: the tuner loads again; nothing is hooked twice.
+    CHILD_CHECK(t.load(), "the plugin did not load a second time");
+    CHILD_CHECK(logCount("hooked 7 libnccl entry points") == 1, "hooked again");
+    callEveryEntryPoint(c, true, "second load");
+    // Abort of the last communicator, with NCCL unloading the tuner inside it.
+    gAbortTuner = &t;
+    c.setAbortCallback(&unloadTunerInsideAbort);
+    CHILD_CHECK(c.abort(kComm) == 0, "abort failed");
+    CHILD_CHECK(c.record->aborts == 1 && c.record->lastTeardownComm == kComm, "abort lost");
+    CHILD_CHECK(logCount("abort comm 0x3000") == 1, "the abort did not pass the plugin");
+    c.setAbortCallback(nullptr);
+    takeTheOldAddresses();
+    callEveryEntryPoint(c, true, "after the last communicator was aborted");
+  });
+  EXPECT_EQ(problems, "");
+}
+
+TEST_F(PluginHooks, AttachOffLeavesCallersAloneAndThePluginUnloadable) {
+  auto env = kTrace;
+  env["SYMMEM_ATTACH"] = "0";
+  const std::string problems = runInChild(env, [] {
+    Caller c;
+    CHILD_CHECK(c.open(), "stand-in not loadable");
+    Tuner t;
+    CHILD_CHECK(t.load(), "the plugin did not load");
+    if (!gProblems.empty()) return;
+    CHILD_CHECK(logCount("hooked") == 0, "hooked although SYMMEM_ATTACH=0");
+    callEveryEntryPoint(c, false, "attach off");
+    t.unload();
+    CHILD_CHECK(!pluginMapped(), "pinned although nothing points into it");
+    callEveryEntryPoint(c, false, "attach off, unloaded");
+  });
+  EXPECT_EQ(problems, "");
+}
+
+TEST_F(PluginHooks, HooksOffMeansGotAttachOnly) {
+  auto env = kTrace;
+  env["SYMMEM_HOOKS"] = "0";
+  const std::string problems = runInChild(env, [] {
+    Caller c;
+    CHILD_CHECK(c.open(), "stand-in not loadable");
+    Tuner t;
+    CHILD_CHECK(t.load(), "the plugin did not load");
+    if (!gProblems.empty()) return;
+    CHILD_CHECK(logCount("code hooks off (SYMMEM_HOOKS=0): GOT attach only") == 1, "no line for hooks off");
+    // dlsym pointers never go through a GOT: they stay on NCCL, as documented.
+    callEveryEntryPoint(c, false, "hooks off");
+    t.unload();
+    CHILD_CHECK(pluginMapped(), "GOT attach ran, so the plugin must stay loaded");
+  });
+  EXPECT_EQ(problems, "");
+}
+
+TEST_F(PluginHooks, MissingDisassemblerFallsBackToGotAttachAndSaysWhy) {
+  auto env = kTrace;
+  env["SYMMEM_DISASSEMBLER"] = "/nonexistent/libZydis.so.4.0";
+  const std::string problems = runInChild(env, [] {
+    Caller c;
+    CHILD_CHECK(c.open(), "stand-in not loadable");
+    Tuner t;
+    CHILD_CHECK(t.load(), "the plugin did not load");
+    if (!gProblems.empty()) return;
+    CHILD_CHECK(logCount("code hooks not used:") == 1 && logCount("falling back to GOT attach") == 1,
+                "no fallback line");
+    CHILD_CHECK(logCount("/nonexistent/libZydis.so.4.0") + logCount("without the Zydis headers") >= 1,
+                "the fallback line does not name the reason");
+    callEveryEntryPoint(c, false, "no disassembler");
+  });
+  EXPECT_EQ(problems, "");
+}
+
+// Loaded in place of libnccl (the application calls the plugin's ncclAllReduce) and also as the
+// tuner, which hooks libnccl: every call is still seen once and reaches NCCL once.
+TEST_F(PluginHooks, InPlaceOfLibncclAndTunerWrapOnce) {
+  const std::string problems = runInChild(kTrace, [] {
+    Caller c;
+    CHILD_CHECK(c.open(), "stand-in not loadable");
+    void* inPlace = dlopen(SYMMEM_PLUGIN_PATH, RTLD_NOW | RTLD_GLOBAL);
+    auto viaPlugin = inPlace ? reinterpret_cast<AllReduceFn>(dlsym(inPlace, "ncclAllReduce")) : nullptr;
+    CHILD_CHECK(viaPlugin != nullptr && reinterpret_cast<void*>(viaPlugin) != reinterpret_cast<void*>(c.allReduce),
+                "the plugin's own ncclAllReduce not found");
+    if (!gProblems.empty()) return;
+    Tuner t;
+    CHILD_CHECK(t.load(), "the plugin did not load as the tuner");
+    const int before = c.record->allReduces;
+    const int traces = logCount("allreduce 5 elements");
+    CHILD_CHECK(viaPlugin(kSend, kRecv, 5, kFloat32, kSum, kComm, nullptr) == kRemoteError, "result lost");
+    CHILD_CHECK(c.record->allReduces == before + 1, "reached NCCL more than once");
+    CHILD_CHECK(logCount("allreduce 5 elements") == traces + 1, "seen more than once");
+    callEveryEntryPoint(c, true, "in place and tuner");
+  });
+  EXPECT_EQ(problems, "");
+}
+
+}  // namespace
