@@ -11,6 +11,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdlib>
@@ -152,13 +153,6 @@ bool planHook(const X86Decoder& decoder, const CodeHook& hook, Plan& plan, std::
       }
     }
     offset += in->length;
-  }
-  // One atomic 16-byte store writes the jump: it must not straddle an aligned 16-byte window.
-  const auto p = reinterpret_cast<uintptr_t>(plan.patchAt);
-  if ((p & 15) + kJumpBytes > 16) {
-    why = name + ": its patch site " + hex(static_cast<int64_t>(at)) +
-          " would put the jump across a 16-byte boundary, which one atomic store cannot write";
-    return false;
   }
   plan.movedText += " (" + std::to_string(plan.moved) + " bytes at " + hex(static_cast<int64_t>(at)) + kept + ")";
   return true;
@@ -405,24 +399,38 @@ class Parking {
   bool held_ = false;
 };
 
-// Writes `bytes` over [at, at + n) (inside one aligned 16-byte window) with one atomic store, the page
-// writable for the write only; `before` receives what was there. 0, or the errno of the refusal
-// (EAGAIN: the bytes changed under us). Allocates nothing.
-int writeCode(uint8_t* at, const uint8_t* bytes, size_t n, uint8_t* before, const Protector& protect) {
+// Replaces [at, at + n) of one aligned 16-byte window with one atomic store. False: it changed meanwhile.
+bool storeInWindow(uint8_t* at, const uint8_t* bytes, size_t n, uint8_t* before) {
   auto* window = reinterpret_cast<uint8_t*>(reinterpret_cast<uintptr_t>(at) & ~static_cast<uintptr_t>(15));
-  auto* page = reinterpret_cast<uint8_t*>(reinterpret_cast<uintptr_t>(window) & ~(kPage - 1));
-  if (protect(page, kPage, PROT_READ | PROT_WRITE | PROT_EXEC) != 0) return errno ? errno : EACCES;
   uint8_t old[16], next[16];
   std::memcpy(old, window, 16);
   std::memcpy(next, old, 16);
   std::memcpy(next + (at - window), bytes, n);
-  const bool ok = store16(window, old, next);
-  protect(page, kPage, PROT_READ | PROT_EXEC);
-  __builtin___clear_cache(reinterpret_cast<char*>(window), reinterpret_cast<char*>(window + 16));
-  syncCores();
-  if (!ok) return EAGAIN;
+  if (!store16(window, old, next)) return false;
   if (before) std::memcpy(before, old + (at - window), n);
-  return 0;
+  return true;
+}
+
+// Writes `bytes` over [at, at + n) with the pages writable for the write only; `before` receives what
+// was there. Inside one aligned 16-byte window it is one atomic store: a thread that is not parked
+// fetches the old bytes or the new ones. Across two windows (a function that does not start 16-byte
+// aligned) it is two, the second window first, so the jump's opcode lands last; only a thread that
+// neither parks nor sits in the kernel could then see a mix (docs/attach.md). 0, or the errno of the
+// refusal (EAGAIN: the bytes changed under us). Allocates nothing.
+int writeCode(uint8_t* at, const uint8_t* bytes, size_t n, uint8_t* before, const Protector& protect) {
+  const auto first = reinterpret_cast<uintptr_t>(at) & ~(kPage - 1);
+  const auto last = (reinterpret_cast<uintptr_t>(at) + n - 1) & ~(kPage - 1);
+  const size_t length = last - first + kPage;
+  auto* page = reinterpret_cast<void*>(first);
+  if (protect(page, length, PROT_READ | PROT_WRITE | PROT_EXEC) != 0) return errno ? errno : EACCES;
+  const size_t inFirst = std::min(n, 16 - (reinterpret_cast<uintptr_t>(at) & 15));
+  bool ok = true;
+  if (inFirst < n) ok = storeInWindow(at + inFirst, bytes + inFirst, n - inFirst, before ? before + inFirst : nullptr);
+  if (ok) ok = storeInWindow(at, bytes, inFirst, before);
+  protect(page, length, PROT_READ | PROT_EXEC);
+  __builtin___clear_cache(reinterpret_cast<char*>(at), reinterpret_cast<char*>(at + n));
+  syncCores();
+  return ok ? 0 : EAGAIN;
 }
 
 std::string writeRefusal(int err) {
@@ -542,13 +550,19 @@ CodeHookReport installCodeHooks(std::span<const CodeHook> hooks, const CodeHookO
 
 int undoCodeHooks() {
   std::lock_guard<std::mutex> lock(gMutex);
-  // The jump is one instruction: a thread is before it or past it, never inside, so one atomic store
-  // of the old bytes needs no parking. Threads already in a trampoline finish there (it stays).
+  // The jump is one instruction: a thread is before it or past it, never inside, and threads already
+  // in a trampoline finish there (it stays mapped). Other threads are parked all the same, because a
+  // jump across two 16-byte windows is put back with two stores.
   const CodeHookOptions defaults;
   const Protector protect{defaults};
+  std::string why;
+  const bool canPark = installTrapHandler(why);
+  Parking parking(canPark ? otherThreads() : std::vector<pid_t>{});
+  if (canPark) parking.park(defaults.parkTimeout);
   int undone = 0;
   for (Installed& i : gInstalled)
     if (writeCode(i.patchAt, i.original, kJumpBytes, nullptr, protect) == 0) ++undone;
+  parking.release();
   gInstalled.clear();
   return undone;
 }

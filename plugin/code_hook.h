@@ -15,9 +15,9 @@
 //
 // Patching order (docs/attach.md, "Code hooks"): every other thread of the process is parked in a
 // signal handler for the few microseconds of the write (a thread that is in the middle of the moved
-// instructions resumes at the same instruction inside the trampoline); the jump is written with one
-// atomic 16-byte store, so a thread that was not parked (one created meanwhile, one in the kernel)
-// fetches either the old bytes or the new ones, never a mix.
+// instructions resumes at the same instruction inside the trampoline, and a thread in the kernel parks
+// on its way out); the jump is written with one atomic 16-byte store (two where it straddles a 16-byte
+// boundary, the opcode last), so a thread that was not parked fetches the old bytes or the new ones.
 #include <chrono>
 #include <functional>
 #include <span>

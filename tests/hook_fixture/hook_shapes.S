@@ -95,6 +95,20 @@ shapeSlow:
         ret
         .size shapeSlow, .-shapeSlow
 
+/* Starts 12 bytes into a 16-byte window, as some of NCCL 2.28.9's entry points do: the jump straddles
+   two windows. Returns x + 3. */
+        .p2align 4
+        .skip 12, 0x90
+        .globl shapeStraddle
+        .type shapeStraddle,@function
+shapeStraddle:
+        push %rbp
+        mov %rsp,%rbp
+        lea 3(%rdi),%rax
+        pop %rbp
+        ret
+        .size shapeStraddle, .-shapeStraddle
+
         .data
         .p2align 3
 shapeValue:

@@ -34,9 +34,11 @@ using Slow = long (*)(long, long, long);
 void* gSevenTarget = nullptr;
 void* gRipTarget = nullptr;
 void* gSlowTarget = nullptr;
+void* gStraddleTarget = nullptr;
 std::atomic<void*> gSevenOriginal{nullptr};
 std::atomic<void*> gRipOriginal{nullptr};
 std::atomic<void*> gSlowOriginal{nullptr};
+std::atomic<void*> gStraddleOriginal{nullptr};
 
 long sevenReplacement(long a, long b, long c, long d, long e, long f, long g) {
   return kMark + reinterpret_cast<Seven>(gSevenOriginal.load())(a, b, c, d, e, f, g);
@@ -45,6 +47,7 @@ long ripReplacement(long x) { return kMark + reinterpret_cast<One>(gRipOriginal.
 long slowReplacement(long x, long one, long zero) {
   return kMark + reinterpret_cast<Slow>(gSlowOriginal.load())(x, one, zero);
 }
+long straddleReplacement(long x) { return kMark + reinterpret_cast<One>(gStraddleOriginal.load())(x); }
 long oneReplacement(long x) { return -x; }
 
 long sevenExpected(long a, long b, long c, long d, long e, long f, long g) {
@@ -72,6 +75,9 @@ class CodeHooks : public ::testing::Test {
     gSevenTarget = reinterpret_cast<void*>(seven_);
     gRipTarget = reinterpret_cast<void*>(rip_);
     gSlowTarget = reinterpret_cast<void*>(slow_);
+    straddle_ = reinterpret_cast<One>(dlsym(lib_, "shapeStraddle"));
+    ASSERT_NE(straddle_, nullptr);
+    gStraddleTarget = reinterpret_cast<void*>(straddle_);
     options_.beforeWrite = &recordOriginal;
 #endif
   }
@@ -101,6 +107,7 @@ class CodeHooks : public ::testing::Test {
   Seven seven_ = nullptr, sevenAlias_ = nullptr;
   One rip_ = nullptr, tiny_ = nullptr, branchInto_ = nullptr, jumpFirst_ = nullptr;
   Slow slow_ = nullptr;
+  One straddle_ = nullptr;
   symmem::CodeHookOptions options_;
 };
 
@@ -108,6 +115,7 @@ void recordOriginal(void* target, void* original) {
   if (target == gSevenTarget) gSevenOriginal = original;
   if (target == gRipTarget) gRipOriginal = original;
   if (target == gSlowTarget) gSlowOriginal = original;
+  if (target == gStraddleTarget) gStraddleOriginal = original;
 }
 
 TEST_F(CodeHooks, CachedPointersReachTheReplacementWithArgumentsIntact) {
@@ -135,6 +143,18 @@ TEST_F(CodeHooks, RipRelativeOperandsAreReaimed) {
   ASSERT_TRUE(r.installed) << r.refusal;
   EXPECT_NE(r.hooks[0].moved.find("[rip]"), std::string::npos) << r.hooks[0].moved;
   EXPECT_EQ(rip_(5), kMark + 40005);
+}
+
+TEST_F(CodeHooks, AJumpAcrossTwo16ByteWindowsIsWritten) {
+  ASSERT_EQ(reinterpret_cast<uintptr_t>(straddle_) & 15, 12u);
+  ASSERT_EQ(straddle_(4), 7);
+  const symmem::CodeHook hook{"shapeStraddle", reinterpret_cast<void*>(straddle_),
+                              reinterpret_cast<void*>(&straddleReplacement)};
+  const symmem::CodeHookReport r = symmem::installCodeHooks({&hook, 1}, options_);
+  ASSERT_TRUE(r.installed) << r.refusal;
+  EXPECT_EQ(straddle_(4), kMark + 7);
+  EXPECT_EQ(symmem::undoCodeHooks(), 1);
+  EXPECT_EQ(straddle_(4), 7);
 }
 
 TEST_F(CodeHooks, IdempotentAndUndone) {
@@ -206,7 +226,9 @@ TEST_F(CodeHooks, WriteProtectedCodeIsARefusalThatWritesNothing) {
 // trampoline (without that move this test crashes or counts wrong answers).
 TEST_F(CodeHooks, CallersOnOtherThreadsDuringThePatchNeverCrash) {
   const symmem::CodeHook set[] = {
-      sevenHook(), {"shapeSlow", reinterpret_cast<void*>(slow_), reinterpret_cast<void*>(&slowReplacement)}};
+      sevenHook(),
+      {"shapeSlow", reinterpret_cast<void*>(slow_), reinterpret_cast<void*>(&slowReplacement)},
+      {"shapeStraddle", reinterpret_cast<void*>(straddle_), reinterpret_cast<void*>(&straddleReplacement)}};
   std::atomic<bool> stop{false};
   std::atomic<long> calls{0}, wrong{0};
   std::vector<std::thread> callers;
@@ -218,7 +240,9 @@ TEST_F(CodeHooks, CallersOnOtherThreadsDuringThePatchNeverCrash) {
         if (v != expected && v != kMark + expected) wrong.fetch_add(1);
         const long w = slow_(t + 7, 1, 0);
         if (w != t + 7 && w != kMark + t + 7) wrong.fetch_add(1);
-        calls.fetch_add(2, std::memory_order_relaxed);
+        const long s = straddle_(t);
+        if (s != t + 3 && s != kMark + t + 3) wrong.fetch_add(1);
+        calls.fetch_add(3, std::memory_order_relaxed);
       }
     });
   }
@@ -228,7 +252,7 @@ TEST_F(CodeHooks, CallersOnOtherThreadsDuringThePatchNeverCrash) {
     ASSERT_TRUE(r.installed) << "cycle " << cycle << ": " << r.refusal;
     parkedTotal += r.threadsParked;
     movedTotal += r.threadsMoved;
-    ASSERT_EQ(symmem::undoCodeHooks(), 2);
+    ASSERT_EQ(symmem::undoCodeHooks(), 3);
   }
   stop = true;
   for (std::thread& t : callers) t.join();

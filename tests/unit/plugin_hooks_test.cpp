@@ -330,4 +330,39 @@ TEST_F(PluginHooks, InPlaceOfLibncclAndTunerWrapOnce) {
   EXPECT_EQ(problems, "");
 }
 
+// The NCCL this build found (2.28.9 with CUDA 13 here): its real entry points take the hooks, and
+// calls through pointers cached before the plugin loaded reach the interposer. Without a GPU only
+// calls that need no communicator run: the group calls, and an all-reduce NCCL refuses (no comm).
+TEST_F(PluginHooks, RealLibncclEntryPointsAreHooked) {
+  const std::string problems = runInChild(kTrace, [] {
+    void* nccl = dlopen(SYMMEM_NCCL_LIBRARY_PATH, RTLD_NOW | RTLD_LOCAL);
+    CHILD_CHECK(nccl != nullptr, std::string("cannot load ") + SYMMEM_NCCL_LIBRARY_PATH);
+    if (!nccl) return;
+    auto groupStart = reinterpret_cast<VoidFn>(dlsym(nccl, "ncclGroupStart"));
+    auto groupEnd = reinterpret_cast<VoidFn>(dlsym(nccl, "ncclGroupEnd"));
+    auto allReduce = reinterpret_cast<AllReduceFn>(dlsym(nccl, "ncclAllReduce"));
+    CHILD_CHECK(groupStart && groupEnd && allReduce, "NCCL entry points missing");
+    if (!gProblems.empty()) return;
+    const int refused = allReduce(kSend, kRecv, 5, kFloat32, kSum, nullptr, nullptr);
+    Tuner t;
+    CHILD_CHECK(t.load(), "the plugin did not load");
+    if (!gProblems.empty()) return;
+    CHILD_CHECK(logCount("hooked 7 libnccl entry points") == 1, "the real NCCL's entry points were not hooked");
+    for (int round = 0; round < 2; ++round) {
+      const std::string when = round ? "after NCCL unloaded the tuner" : "hooked";
+      const int starts = logCount("group start"), ends = logCount("group end");
+      const int reduces = logCount("allreduce 5 elements on comm (nil)");
+      CHILD_CHECK(groupStart() == 0 && groupEnd() == 0, when + ": NCCL's group calls failed");
+      CHILD_CHECK(logCount("group start") == starts + 1 && logCount("group end") == ends + 1,
+                  when + ": the group calls did not pass the plugin");
+      CHILD_CHECK(allReduce(kSend, kRecv, 5, kFloat32, kSum, nullptr, nullptr) == refused,
+                  when + ": NCCL's answer changed on the way");
+      CHILD_CHECK(logCount("allreduce 5 elements on comm (nil)") == reduces + 1,
+                  when + ": the all-reduce did not pass the plugin");
+      t.unload();
+    }
+  });
+  EXPECT_EQ(problems, "");
+}
+
 }  // namespace
