@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "plugin/tuner_abi.h"
+#include "plugin/x86_decoder.h"
 
 #if __has_include("symmem/hook_fixture_paths.h") && defined(__x86_64__)
 #include "symmem/hook_fixture_paths.h"
@@ -204,6 +205,8 @@ class PluginHooks : public ::testing::Test {
 #if !SYMMEM_HAVE_HOOK_FIXTURE
     GTEST_SKIP() << "code hooks are x86-64 only and need the hook fixture";
 #endif
+    std::string why;
+    if (!symmem::X86Decoder::load("", &why) && why.find("built without") != std::string::npos) GTEST_SKIP() << why;
   }
 };
 
