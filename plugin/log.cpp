@@ -54,6 +54,8 @@ bool logLevelEnabled(LogLevel level) {
   return static_cast<int>(level) <= limit;
 }
 
+NcclLoggerFn ncclLogger() { return gNcclLogger.load(std::memory_order_acquire); }
+
 void setNcclLogger(NcclLoggerFn fn) {
   NcclLoggerFn expected = nullptr;
   if (fn) gNcclLogger.compare_exchange_strong(expected, fn, std::memory_order_acq_rel);

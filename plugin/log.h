@@ -18,6 +18,9 @@ using NcclLoggerFn = void (*)(int level, unsigned long flags, const char* file, 
 // Installs NCCL's logger for the whole process (the first non-null one wins; NCCL passes the same
 // function to every communicator).
 void setNcclLogger(NcclLoggerFn fn);
+// The logger installed above (null before NCCL handed one over). It lives in the libnccl that loaded
+// the plugin, which makes it the way to tell which NCCL that was.
+NcclLoggerFn ncclLogger();
 
 // Test hook: every message (already formatted, without prefix) also goes here. Pass {} to remove.
 using LogSink = std::function<void(LogLevel, const std::string&)>;

@@ -99,6 +99,23 @@ void rebindEntryPoints(const std::vector<EntryPoint>& points) {
   symmem::attachRebindings(rebindings, options);
 }
 
+std::string objectName(void* address) {
+  Dl_info info{};
+  return address && dladdr(address, &info) && info.dli_fname ? info.dli_fname : "unknown";
+}
+
+// The pncclAllReduce of the NCCL whose code holds `address` (NCCL's logger), or null when that object
+// is not an NCCL (a test's logger, none at all).
+void* ncclAllReduceOf(void* address) {
+  Dl_info info{};
+  if (!address || !dladdr(address, &info) || !info.dli_fname) return nullptr;
+  void* handle = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+  if (!handle) return nullptr;
+  void* f = dlsym(handle, "pncclAllReduce");
+  dlclose(handle);
+  return f;
+}
+
 // At every tuner init: NCCL loaded us only as its tuner, so the application's calls still lead to
 // libnccl. The first time, hook libnccl's entry points (or, failing that, rebind GOT slots) so that
 // the environment variable alone is enough.
@@ -124,6 +141,17 @@ void attachOnce() {
   const symmem::RealNccl& real = symmem::realNccl();
   if (!real.usable()) {
     SYMMEM_WARN("attach skipped: the NCCL functions to forward to could not be found");
+    return;
+  }
+  // Two NCCL copies in one process (a ctypes client pointed at another libnccl than torch's, say): the
+  // plugin forwards to the libnccl.so.2 it was linked against, which must be the one that loaded it
+  // as its tuner (NCCL's logger lives there). Otherwise hooking or rebinding would pair one NCCL's
+  // communicators with the other's functions.
+  void* loadingNccl = ncclAllReduceOf(fn(symmem::ncclLogger()));
+  if (loadingNccl && loadingNccl != fn(real.allReduce)) {
+    SYMMEM_WARN("attach skipped: the NCCL that loaded the plugin (%s) is not the libnccl.so.2 it forwards to (%s); "
+                "all-reduces stay on NCCL",
+                objectName(fn(symmem::ncclLogger())).c_str(), objectName(fn(real.allReduce)).c_str());
     return;
   }
   // Pinned before anything points into the plugin: NCCL dlcloses its tuner after the last

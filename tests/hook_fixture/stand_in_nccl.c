@@ -2,8 +2,11 @@
    (stand_in_nccl_entry.S) end in the bodies below, which record what they were called with; the rest
    of what the plugin resolves (pncclCommCount, ...) answers as a one-rank communicator would. Tests
    read the record through standInRecord(). */
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 
 #define HIDDEN __attribute__((visibility("hidden")))
 #define EXPORT __attribute__((visibility("default")))
@@ -78,3 +81,16 @@ EXPORT const char* pncclGetErrorString(ncclResult r) { return "stand-in"; }
 EXPORT const char* ncclGetErrorString(ncclResult r) ALIAS(ncclGetErrorString);
 EXPORT ncclResult pncclGetVersion(int* v) { *v = 22809; return kSuccess; }
 EXPORT ncclResult ncclGetVersion(int* v) ALIAS(ncclGetVersion);
+
+/* NCCL's logger lives in libnccl; this one keeps what it was given, for tests to read. */
+static char logText[16384];
+EXPORT void standInLog(int level, unsigned long flags, const char* file, int line, const char* fmt, ...) {
+  size_t used = strlen(logText);
+  if (used + 2 >= sizeof(logText)) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(logText + used, sizeof(logText) - used - 1, fmt, ap);
+  va_end(ap);
+  strcat(logText, "\n");
+}
+EXPORT const char* standInLogText(void) { return logText; }

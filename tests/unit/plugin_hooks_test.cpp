@@ -310,6 +310,32 @@ TEST_F(PluginHooks, MissingDisassemblerFallsBackToGotAttachAndSaysWhy) {
   EXPECT_EQ(problems, "");
 }
 
+// Two NCCL copies: the plugin is bound to one, and another one loads it as its tuner (its logger is
+// in that other copy). Hooking the first would pair the second's communicators with it: refused.
+TEST_F(PluginHooks, AnotherNcclLoadingThePluginIsRefused) {
+  const std::string problems = runInChild(kTrace, [] {
+    Caller c;
+    CHILD_CHECK(c.open(), "stand-in not loadable");
+    void* other = dlopen(SYMMEM_OTHER_NCCL_PATH, RTLD_NOW | RTLD_LOCAL);
+    CHILD_CHECK(other && other != c.nccl, "the second NCCL copy did not load as its own object");
+    if (!gProblems.empty()) return;
+    auto otherLog = reinterpret_cast<symmem::abi::Logger>(dlsym(other, "standInLog"));
+    auto otherLogText = reinterpret_cast<const char* (*)()>(dlsym(other, "standInLogText"));
+    void* lib = dlopen(SYMMEM_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
+    auto* v5 = lib ? static_cast<const symmem::abi::TunerV5*>(dlsym(lib, "ncclTunerPlugin_v5")) : nullptr;
+    void* ctx = nullptr;
+    CHILD_CHECK(v5 && otherLog && v5->init(&ctx, 42, 2, 1, otherLog, nullptr, nullptr) == 0, "init failed");
+    if (!gProblems.empty()) return;
+    const std::string text = otherLogText();
+    CHILD_CHECK(text.find("is not the libnccl.so.2 it forwards to") != std::string::npos, "no line: " + text);
+    CHILD_CHECK(text.find("hooked") == std::string::npos, "hooked anyway");
+    CHILD_CHECK(c.allReduce(kSend, kRecv, 5, kFloat32, kSum, kComm, nullptr) == kRemoteError, "result lost");
+    CHILD_CHECK(std::string(otherLogText()).find("allreduce 5 elements") == std::string::npos,
+                "the all-reduce passed the plugin although attach was refused");
+  });
+  EXPECT_EQ(problems, "");
+}
+
 // Loaded in place of libnccl (the application calls the plugin's ncclAllReduce) and also as the
 // tuner, which hooks libnccl: every call is still seen once and reaches NCCL once.
 TEST_F(PluginHooks, InPlaceOfLibncclAndTunerWrapOnce) {
