@@ -32,7 +32,7 @@ run() {
   local name="$1" with="$2"; shift 2
   local log="$out/$name.log" rc
   if [[ "$with" == 1 ]]; then
-    env NCCL_TUNER_PLUGIN="$plugin" NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING,COLL \
+    env NCCL_TUNER_PLUGIN="$plugin" NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING \
       timeout -k 10 "$limit" "$@" >"$log" 2>&1
   else
     env -u NCCL_TUNER_PLUGIN timeout -k 10 "$limit" "$@" >"$log" 2>&1
