@@ -69,8 +69,7 @@ std::unique_ptr<X86Decoder> open(const std::string& requested, std::string* why)
     *why = "Zydis refused to set up a 64-bit decoder";
     return nullptr;
   }
-  const X86Decoder::Api* raw = api.release();  // lives as long as the process, like the handle
-  return std::make_unique<X86Decoder>(raw, "Zydis " + versionText(have) + " (" + library + ")");
+  return std::make_unique<X86Decoder>(std::move(api), "Zydis " + versionText(have) + " (" + library + ")");
 }
 
 }  // namespace
@@ -115,6 +114,10 @@ std::optional<X86Instruction> X86Decoder::decode(const uint8_t* code, size_t ava
   return out;
 }
 
+X86Decoder::X86Decoder(std::unique_ptr<Api> api, std::string description)
+    : api_(std::move(api)), description_(std::move(description)) {}
+X86Decoder::~X86Decoder() = default;
+
 const X86Decoder* X86Decoder::load(const std::string& library, std::string* why) {
   static std::mutex mutex;
   static std::map<std::string, std::pair<std::unique_ptr<X86Decoder>, std::string>> loaded;
@@ -132,6 +135,9 @@ const X86Decoder* X86Decoder::load(const std::string& library, std::string* why)
 #else  // built without the Zydis headers
 
 struct X86Decoder::Api {};
+X86Decoder::X86Decoder(std::unique_ptr<Api> api, std::string description)
+    : api_(std::move(api)), description_(std::move(description)) {}
+X86Decoder::~X86Decoder() = default;
 
 std::optional<X86Instruction> X86Decoder::decode(const uint8_t*, size_t, uint64_t) const { return std::nullopt; }
 

@@ -4,6 +4,7 @@
 // function's first instructions needs: length, control flow, and RIP-relative operands.
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -36,10 +37,11 @@ class X86Decoder {
   const std::string& description() const { return description_; }  // "Zydis 4.0.0 (libZydis.so.4.0)"
 
   struct Api;  // the resolved Zydis entry points (x86_decoder.cpp)
-  explicit X86Decoder(const Api* api, std::string description) : api_(api), description_(std::move(description)) {}
+  X86Decoder(std::unique_ptr<Api> api, std::string description);
+  ~X86Decoder();
 
  private:
-  const Api* api_;
+  std::unique_ptr<Api> api_;
   std::string description_;
 };
 

@@ -376,7 +376,8 @@ TEST_F(PluginHooks, RealLibncclEntryPointsAreHooked) {
     Tuner t;
     CHILD_CHECK(t.load(), "the plugin did not load");
     if (!gProblems.empty()) return;
-    CHILD_CHECK(logCount("hooked 7 libnccl entry points") == 1, "the real NCCL's entry points were not hooked");
+    // 7 entry points from NCCL 2.28.4 on, 6 before (no ncclCommRevoke).
+    CHILD_CHECK(logCount("libnccl entry points (") == 1, "the real NCCL's entry points were not hooked");
     for (int round = 0; round < 2; ++round) {
       const std::string when = round ? "after NCCL unloaded the tuner" : "hooked";
       const int starts = logCount("group start"), ends = logCount("group end");
