@@ -4,11 +4,11 @@
 What it models: the pynccl wrappers load NCCL with ctypes.CDLL(VLLM_NCCL_SO_PATH / SGLANG_NCCL_SO_PATH
 or "libnccl.so.2"), RTLD_LOCAL, and look every function pointer up with getattr once, when the first
 wrapper object for that path is built - before ncclGetUniqueId, before any communicator exists - and
-cache them per path. Later calls go through those cached pointers, never through a GOT. So a tuner
-plugin that NCCL loads at the first communicator cannot rebind them; only a library path that names
-the plugin's .so (its definitions found by that dlsym) puts the plugin on the path. vLLM runs every
-tensor-parallel all-reduce through this wrapper, eagerly and inside CUDA graphs; SGLang uses it inside
-CUDA graphs. No torch here: CUDA is driven through ctypes on libcudart.
+cache them per path. Later calls go through those cached pointers, never through a GOT, so only the
+plugin's code hooks on libnccl's entry points (docs/attach.md) put it on their path when NCCL loads it
+as its tuner; with SYMMEM_HOOKS=0 they reach it only through a library path that names the plugin.
+vLLM runs every tensor-parallel all-reduce through this wrapper, eagerly and inside CUDA graphs; SGLang
+uses it inside CUDA graphs. No torch here: CUDA is driven through ctypes on libcudart.
 
 What it checks: exact sums (integer-valued data, host-generated, uploaded with cudaMemcpy) of
 ncclAllReduce for float32/float16/bfloat16, counts from 1 element through odd counts to a few MiB, in
@@ -23,7 +23,7 @@ How to run it (one process, one rank, GPU 0; NCCL refuses two ranks on one GPU):
 
   # stock NCCL, as vLLM would load it
   python3 tests/clients/pynccl_client.py
-  # the tuner plugin set the usual way: NCCL loads it, but the cached pointers still lead to libnccl
+  # the tuner plugin set the usual way: NCCL loads it and hooks libnccl, so the cached pointers reach it
   NCCL_TUNER_PLUGIN=$PWD/build/lib/libnccl-tuner-symmem.so NCCL_DEBUG=INFO python3 tests/clients/pynccl_client.py
   # the plugin in place of libnccl, as VLLM_NCCL_SO_PATH=<plugin> would put it (same as --nccl)
   NCCL_TUNER_PLUGIN=$PWD/build/lib/libnccl-tuner-symmem.so NCCL_DEBUG=INFO \
