@@ -8,24 +8,13 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "stand_in_record.h"
+
 #define HIDDEN __attribute__((visibility("hidden")))
 #define EXPORT __attribute__((visibility("default")))
 
 typedef int ncclResult;
 enum { kSuccess = 0, kRemoteError = 6 };
-
-/* What the last calls carried. Read by tests through standInRecord(). */
-typedef struct {
-  int allReduces, groupStartBodies, groupEnds, destroys, aborts, finalizes, revokes;
-  const void* send;
-  void* recv;
-  size_t count;
-  int dtype, op;
-  void* comm;
-  void* stream;
-  void* lastTeardownComm;
-  int revokeFlags;
-} StandInRecord;
 
 static StandInRecord record;
 HIDDEN int standInGroupStarts; /* bumped by pncclGroupStart's RIP-relative prologue */

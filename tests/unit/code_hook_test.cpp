@@ -13,14 +13,8 @@
 #include <vector>
 
 #include "plugin/code_hook.h"
-#include "plugin/x86_decoder.h"
+#include "tests/unit/hook_fixture.h"
 
-#if __has_include("symmem/hook_fixture_paths.h") && defined(__x86_64__)
-#include "symmem/hook_fixture_paths.h"
-#define SYMMEM_HAVE_HOOK_FIXTURE 1
-#else
-#define SYMMEM_HAVE_HOOK_FIXTURE 0
-#endif
 
 namespace {
 
@@ -61,12 +55,10 @@ class CodeHooks : public ::testing::Test {
  protected:
   void SetUp() override {
 #if !SYMMEM_HAVE_HOOK_FIXTURE
-    GTEST_SKIP() << "code hooks are x86-64 only and need the hook fixture";
+    GTEST_SKIP() << symmem::testing::codeHooksUnavailable();
 #else
-    // A build without the Zydis headers has no code hooks at all (the plugin says so and attaches
-    // through GOT slots); a build with them must find the library, so a missing one fails here.
-    std::string why;
-    if (!symmem::X86Decoder::load("", &why) && why.find("built without") != std::string::npos) GTEST_SKIP() << why;
+    const std::string unavailable = symmem::testing::codeHooksUnavailable();
+    if (!unavailable.empty()) GTEST_SKIP() << unavailable;
     lib_ = dlopen(SYMMEM_HOOK_SHAPES_PATH, RTLD_NOW | RTLD_LOCAL);
     ASSERT_NE(lib_, nullptr) << dlerror();
     seven_ = reinterpret_cast<Seven>(dlsym(lib_, "shapeSeven"));

@@ -20,29 +20,11 @@
 #include <vector>
 
 #include "plugin/tuner_abi.h"
-#include "plugin/x86_decoder.h"
+#include "tests/hook_fixture/stand_in_record.h"
+#include "tests/unit/hook_fixture.h"
 
-#if __has_include("symmem/hook_fixture_paths.h") && defined(__x86_64__)
-#include "symmem/hook_fixture_paths.h"
-#define SYMMEM_HAVE_HOOK_FIXTURE 1
-#else
-#define SYMMEM_HAVE_HOOK_FIXTURE 0
-#endif
 
 namespace {
-
-// What the stand-in records (tests/hook_fixture/stand_in_nccl.c).
-struct StandInRecord {
-  int allReduces, groupStartBodies, groupEnds, destroys, aborts, finalizes, revokes;
-  const void* send;
-  void* recv;
-  size_t count;
-  int dtype, op;
-  void* comm;
-  void* stream;
-  void* lastTeardownComm;
-  int revokeFlags;
-};
 
 using AllReduceFn = int (*)(const void*, void*, size_t, int, int, void*, void*);
 using CommFn = int (*)(void*);
@@ -199,14 +181,27 @@ std::string runInChild(const std::map<std::string, std::string>& env, const std:
 
 const std::map<std::string, std::string> kTrace = {{"SYMMEM_LOG", "trace"}};
 
+// A child with the caller's pointers cached and the plugin then loaded as NCCL's tuner, with `extraEnv`
+// on top of trace logging; `body` checks what follows.
+std::string withCallerAndTuner(const std::map<std::string, std::string>& extraEnv,
+                               const std::function<void(Caller&, Tuner&)>& body) {
+  auto env = kTrace;
+  env.insert(extraEnv.begin(), extraEnv.end());
+  return runInChild(env, [&] {
+    Caller c;
+    CHILD_CHECK(c.open(), "stand-in libnccl.so.2 not loadable");
+    if (!gProblems.empty()) return;
+    Tuner t;
+    CHILD_CHECK(t.load(), "the plugin did not load as NCCL loads it");
+    if (gProblems.empty()) body(c, t);
+  });
+}
+
 class PluginHooks : public ::testing::Test {
  protected:
   void SetUp() override {
-#if !SYMMEM_HAVE_HOOK_FIXTURE
-    GTEST_SKIP() << "code hooks are x86-64 only and need the hook fixture";
-#endif
-    std::string why;
-    if (!symmem::X86Decoder::load("", &why) && why.find("built without") != std::string::npos) GTEST_SKIP() << why;
+    const std::string unavailable = symmem::testing::codeHooksUnavailable();
+    if (!unavailable.empty()) GTEST_SKIP() << unavailable;
   }
 };
 
@@ -257,14 +252,7 @@ TEST_F(PluginHooks, CachedPointersReachThePluginAndSurviveItsUnload) {
 }
 
 TEST_F(PluginHooks, AttachOffLeavesCallersAloneAndThePluginUnloadable) {
-  auto env = kTrace;
-  env["SYMMEM_ATTACH"] = "0";
-  const std::string problems = runInChild(env, [] {
-    Caller c;
-    CHILD_CHECK(c.open(), "stand-in not loadable");
-    Tuner t;
-    CHILD_CHECK(t.load(), "the plugin did not load");
-    if (!gProblems.empty()) return;
+  const std::string problems = withCallerAndTuner({{"SYMMEM_ATTACH", "0"}}, [](Caller& c, Tuner& t) {
     CHILD_CHECK(logCount("hooked") == 0, "hooked although SYMMEM_ATTACH=0");
     callEveryEntryPoint(c, false, "attach off");
     t.unload();
@@ -275,14 +263,7 @@ TEST_F(PluginHooks, AttachOffLeavesCallersAloneAndThePluginUnloadable) {
 }
 
 TEST_F(PluginHooks, HooksOffMeansGotAttachOnly) {
-  auto env = kTrace;
-  env["SYMMEM_HOOKS"] = "0";
-  const std::string problems = runInChild(env, [] {
-    Caller c;
-    CHILD_CHECK(c.open(), "stand-in not loadable");
-    Tuner t;
-    CHILD_CHECK(t.load(), "the plugin did not load");
-    if (!gProblems.empty()) return;
+  const std::string problems = withCallerAndTuner({{"SYMMEM_HOOKS", "0"}}, [](Caller& c, Tuner& t) {
     CHILD_CHECK(logCount("code hooks off (SYMMEM_HOOKS=0): GOT attach only") == 1, "no line for hooks off");
     // dlsym pointers never go through a GOT: they stay on NCCL, as documented.
     callEveryEntryPoint(c, false, "hooks off");
@@ -293,14 +274,7 @@ TEST_F(PluginHooks, HooksOffMeansGotAttachOnly) {
 }
 
 TEST_F(PluginHooks, MissingDisassemblerFallsBackToGotAttachAndSaysWhy) {
-  auto env = kTrace;
-  env["SYMMEM_DISASSEMBLER"] = "/nonexistent/libZydis.so.4.0";
-  const std::string problems = runInChild(env, [] {
-    Caller c;
-    CHILD_CHECK(c.open(), "stand-in not loadable");
-    Tuner t;
-    CHILD_CHECK(t.load(), "the plugin did not load");
-    if (!gProblems.empty()) return;
+  const std::string problems = withCallerAndTuner({{"SYMMEM_DISASSEMBLER", "/nonexistent/libZydis.so.4.0"}}, [](Caller& c, Tuner& t) {
     CHILD_CHECK(logCount("code hooks not used:") == 1 && logCount("falling back to GOT attach") == 1,
                 "no fallback line");
     CHILD_CHECK(logCount("/nonexistent/libZydis.so.4.0") + logCount("without the Zydis headers") >= 1,
