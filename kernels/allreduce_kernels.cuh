@@ -55,7 +55,7 @@ namespace symmem::kernels::device {
 
 inline constexpr uint32_t kSpinsPerCheck = 256;
 
-enum Op : int { kSum = 0, kProd = 1, kMax = 2, kMin = 3 };  // plugin/collective.h values
+enum Op : int { kSum = 0, kProd = 1, kMax = 2, kMin = 3 };  // core/collective.h values
 
 // ---- memory access -------------------------------------------------------------------------------
 __device__ __forceinline__ void storeRemote(char* p, uint4 v) {

@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "kernels/device_view.h"
-#include "plugin/collective.h"
+#include "core/collective.h"
 
 namespace symmem::kernels {
 

@@ -4,7 +4,7 @@
 
 #include "kernels/allreduce_launch.h"
 #include "kernels/symmetric_comm_impl.h"
-#include "plugin/log.h"
+#include "core/log.h"
 
 namespace symmem::kernels {
 

@@ -12,7 +12,7 @@
 #include <memory>
 #include <string>
 
-#include "plugin/collective.h"
+#include "core/collective.h"
 
 namespace symmem::kernels {
 

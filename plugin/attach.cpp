@@ -14,7 +14,7 @@
 #include <cstring>
 #include <mutex>
 
-#include "plugin/log.h"
+#include "core/log.h"
 
 namespace symmem {
 namespace {

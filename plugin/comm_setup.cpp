@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "plugin/interposer.h"
-#include "plugin/log.h"
+#include "core/log.h"
 #include "topology/discover.h"
 
 namespace symmem {

@@ -6,7 +6,7 @@
 //      over the same gathered array, so every rank reaches the same answer;
 //   2. inside kernels::SymmetricComm::create: buffer handles and the P2P pattern check.
 // Any rank that cannot take part makes every rank stay on NCCL.
-#include "plugin/decision.h"
+#include "core/decision.h"
 #include "topology/agreement.h"
 
 namespace symmem {

@@ -5,8 +5,8 @@
 #include <chrono>
 #include <thread>
 
-#include "plugin/log.h"
-#include "plugin/table_file.h"
+#include "core/log.h"
+#include "core/table_file.h"
 
 namespace symmem {
 

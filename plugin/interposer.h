@@ -16,8 +16,8 @@
 #include <unordered_map>
 
 #include "kernels/symmetric_comm.h"
-#include "plugin/log.h"
-#include "plugin/decision.h"
+#include "core/log.h"
+#include "core/decision.h"
 #include "plugin/nccl_real.h"
 #include "plugin/process_context.h"
 

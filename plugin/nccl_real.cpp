@@ -5,7 +5,7 @@
 #include <string>
 #include <type_traits>
 
-#include "plugin/log.h"
+#include "core/log.h"
 
 namespace symmem {
 

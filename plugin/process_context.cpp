@@ -1,6 +1,6 @@
 #include "plugin/process_context.h"
 
-#include "plugin/log.h"
+#include "core/log.h"
 #include "plugin/node_discovery.h"
 
 namespace symmem {

@@ -3,9 +3,9 @@
 // the node's GPUs and links, and the decision table.
 #include <string>
 
-#include "plugin/decision.h"
-#include "plugin/decision_table.h"
-#include "plugin/settings.h"
+#include "core/decision.h"
+#include "core/decision_table.h"
+#include "core/settings.h"
 
 namespace symmem {
 

@@ -6,8 +6,8 @@
 #include <new>
 #include <string>
 
-#include "plugin/log.h"
-#include "plugin/table_file.h"
+#include "core/log.h"
+#include "core/table_file.h"
 #include "symmem/version.h"
 
 namespace symmem {

@@ -2,9 +2,9 @@
 // The machine symmem-info describes: a topology file, the detected node, or the bundled default.
 #include <string>
 
-#include "plugin/capability.h"
-#include "plugin/settings.h"
-#include "topology/link_class.h"
+#include "core/capability.h"
+#include "core/settings.h"
+#include "core/link_class.h"
 
 namespace symmem {
 

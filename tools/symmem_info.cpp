@@ -13,12 +13,12 @@
 #include <string>
 #include <vector>
 
-#include "plugin/collective.h"
-#include "plugin/decision.h"
-#include "plugin/decision_table.h"
+#include "core/collective.h"
+#include "core/decision.h"
+#include "core/decision_table.h"
 #include "plugin/process_context.h"
-#include "plugin/settings.h"
-#include "plugin/table_file.h"
+#include "core/settings.h"
+#include "core/table_file.h"
 #include "symmem/version.h"
 #include "tools/info_topology.h"
 #include "tools/plugin_load_check.h"

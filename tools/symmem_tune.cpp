@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "plugin/table_file.h"
+#include "core/table_file.h"
 #include "tools/bench_ranks.h"
 #include "tools/tune_crossover.h"
 #include "tools/tune_measure.h"

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "plugin/table_file.h"
+#include "core/table_file.h"
 
 namespace symmem {
 

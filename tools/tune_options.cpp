@@ -5,7 +5,7 @@
 #include <cmath>
 #include <set>
 
-#include "plugin/table_file.h"
+#include "core/table_file.h"
 
 namespace symmem {
 

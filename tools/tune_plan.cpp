@@ -5,7 +5,7 @@
 #include <span>
 
 #include "kernels/symmetric_layout.h"
-#include "plugin/table_file.h"
+#include "core/table_file.h"
 #include "topology/classify.h"
 
 namespace symmem {

@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "plugin/capability.h"
+#include "core/capability.h"
 #include "tools/tune_options.h"
-#include "topology/link_class.h"
+#include "core/link_class.h"
 #include "topology/model.h"
 
 namespace symmem {

@@ -3,7 +3,7 @@
 #include <cctype>
 #include <cstdio>
 
-#include "plugin/table_file.h"
+#include "core/table_file.h"
 
 namespace symmem {
 

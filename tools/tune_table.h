@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "plugin/decision.h"
+#include "core/decision.h"
 #include "tools/tune_crossover.h"
 
 namespace symmem {

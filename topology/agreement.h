@@ -13,8 +13,8 @@
 #include <string_view>
 #include <type_traits>
 
-#include "plugin/capability.h"
-#include "topology/link_class.h"
+#include "core/capability.h"
+#include "core/link_class.h"
 #include "topology/model.h"
 
 namespace symmem {

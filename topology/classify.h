@@ -9,7 +9,7 @@
 #include <span>
 #include <vector>
 
-#include "topology/link_class.h"
+#include "core/link_class.h"
 #include "topology/model.h"
 
 namespace symmem {

@@ -4,8 +4,8 @@
 #include <exception>
 #include <string>
 
-#include "plugin/log.h"
-#include "plugin/settings.h"
+#include "core/log.h"
+#include "core/settings.h"
 #include "topology/classify.h"
 #include "topology/pci_bus_id.h"
 #include "topology/topology_file.h"

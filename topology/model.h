@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "plugin/capability.h"
+#include "core/capability.h"
 
 namespace symmem {
 

@@ -7,8 +7,8 @@
 // conservative bound for a communicator that uses only some of the GPUs.
 #include <string>
 
-#include "plugin/capability.h"
-#include "topology/link_class.h"
+#include "core/capability.h"
+#include "core/link_class.h"
 #include "topology/model.h"
 
 namespace symmem {

@@ -12,10 +12,10 @@
 #include "plugin/attach.h"
 #include "plugin/code_hook.h"
 #include "plugin/interposer.h"
-#include "plugin/log.h"
+#include "core/log.h"
 #include "plugin/nccl_real.h"
 #include "plugin/self_pin.h"
-#include "plugin/settings.h"
+#include "core/settings.h"
 #include "plugin/tuner.h"
 
 #define SYMMEM_EXPORT extern "C" __attribute__((visibility("default")))

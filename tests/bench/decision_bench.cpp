@@ -2,7 +2,7 @@
 // A benchmark, not a test: it reports, it does not pass or fail.
 #include <benchmark/benchmark.h>
 
-#include "plugin/decision_table.h"
+#include "core/decision_table.h"
 #include "plugin/tuner.h"
 
 namespace symmem {

@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "plugin/settings.h"
+#include "core/settings.h"
 #include "tools/bench_ranks.h"
 
 namespace symmem::testing {

@@ -4,10 +4,10 @@
 #include <sstream>
 #include <string>
 
-#include "plugin/decision.h"
-#include "plugin/decision_table.h"
-#include "plugin/log.h"
-#include "plugin/table_file.h"
+#include "core/decision.h"
+#include "core/decision_table.h"
+#include "core/log.h"
+#include "core/table_file.h"
 
 namespace symmem {
 namespace {

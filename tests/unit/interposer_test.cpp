@@ -5,7 +5,7 @@
 #include <map>
 
 #include "plugin/interposer.h"
-#include "plugin/log.h"
+#include "core/log.h"
 
 namespace symmem {
 namespace {

@@ -5,7 +5,7 @@
 #include <sstream>
 #include <string>
 
-#include "plugin/settings.h"
+#include "core/settings.h"
 
 namespace symmem {
 namespace {

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <string>
 
-#include "plugin/settings.h"
+#include "core/settings.h"
 #include "tests/unit/temp_file.h"
 
 namespace symmem {

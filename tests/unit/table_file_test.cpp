@@ -4,7 +4,7 @@
 #include <fstream>
 #include <string>
 
-#include "plugin/table_file.h"
+#include "core/table_file.h"
 #include "tests/unit/temp_file.h"
 
 namespace symmem {

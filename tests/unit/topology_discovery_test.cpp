@@ -5,7 +5,7 @@
 #include <map>
 #include <tuple>
 
-#include "plugin/log.h"
+#include "core/log.h"
 #include "topology/classify.h"
 #include "topology/discover.h"
 #include "topology/node_facts.h"

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "plugin/decision_table.h"
-#include "plugin/table_file.h"
+#include "core/decision_table.h"
+#include "core/table_file.h"
 #include "tests/unit/temp_file.h"
 #include "tools/tune_options.h"
 #include "tools/tune_plan.h"

@@ -1,4 +1,4 @@
-#include "plugin/capability.h"
+#include "core/capability.h"
 
 #include <charconv>
 

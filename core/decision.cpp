@@ -1,4 +1,4 @@
-#include "plugin/decision.h"
+#include "core/decision.h"
 
 namespace symmem {
 

@@ -1,11 +1,11 @@
-#include "plugin/decision_table.h"
+#include "core/decision_table.h"
 
 #include <algorithm>
 #include <array>
 
-#include "plugin/log.h"
-#include "plugin/settings.h"
-#include "plugin/table_file.h"
+#include "core/log.h"
+#include "core/settings.h"
+#include "core/table_file.h"
 
 namespace symmem {
 

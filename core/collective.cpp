@@ -1,4 +1,4 @@
-#include "plugin/collective.h"
+#include "core/collective.h"
 
 namespace symmem {
 

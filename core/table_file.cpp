@@ -1,4 +1,4 @@
-#include "plugin/table_file.h"
+#include "core/table_file.h"
 
 #include <algorithm>
 #include <cctype>
@@ -9,7 +9,7 @@
 #include <set>
 #include <sstream>
 
-#include "plugin/settings.h"
+#include "core/settings.h"
 
 namespace symmem {
 

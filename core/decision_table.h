@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "plugin/decision.h"
+#include "core/decision.h"
 
 namespace symmem {
 

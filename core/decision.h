@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <string_view>
 
-#include "plugin/capability.h"
-#include "plugin/collective.h"
-#include "topology/link_class.h"
+#include "core/capability.h"
+#include "core/collective.h"
+#include "core/link_class.h"
 
 namespace symmem {
 

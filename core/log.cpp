@@ -1,5 +1,5 @@
-#include "plugin/log.h"
-#include "plugin/settings.h"
+#include "core/log.h"
+#include "core/settings.h"
 
 #include <atomic>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "topology/link_class.h"
+#include "core/link_class.h"
 
 namespace symmem {
 

@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "plugin/decision_table.h"
+#include "core/decision_table.h"
 
 namespace symmem {
 

@@ -1,4 +1,4 @@
-#include "plugin/settings.h"
+#include "core/settings.h"
 
 #include <algorithm>
 #include <cctype>
@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "plugin/capability.h"
-#include "plugin/log.h"
+#include "core/capability.h"
+#include "core/log.h"
 
 namespace symmem {
 
