@@ -26,48 +26,56 @@ struct BuiltInRow {
 };
 
 // ---- NVLink ----------------------------------------------------------------------------------------
-// 2x H200 NVLink, measured side by side by symmem-bench (docs/kernels.md, bf16 sum, CUDA graph): the
-// one-shot kernel beats stock NCCL and NCCL's symmetric windows at every size up to 1 MiB (6.20 vs
-// 13.64 us at 1 MiB) and beats the two-shot kernel there (8.47 us); two-shot beats NCCL at 2 MiB (9.92
-// vs 26.52 us) and 8 MiB (36.87 vs 44.79 us) and loses from 16 MiB. nccl-tests through the plugin
-// confirmed the same machine (docs/validation.md). One-shot traffic per rank grows with n-1 peers, so
-// the limits for more ranks are scaled down from the 2-rank measurement (derived, not measured).
-// Beyond 8 ranks one-shot is off.
+// 2x H200 NVLink, measured side by side by symmem-bench (docs/kernels.md, bf16 sum, CUDA graph; data
+// in docs/results/kernels_bf16_h200x2.csv): the one-shot kernel beats stock NCCL at every size up to
+// 1 MiB (6.38 vs 13.56 us at 1 MiB) and beats the two-shot kernel there (8.84 us); two-shot beats NCCL
+// at 2 MiB (10.45 vs 26.40 us) and 8 MiB (37.22 vs 44.77 us) and loses from 16 MiB (85.01 vs 72.79 us).
+// nccl-tests through the plugin agree on the same machine (docs/validation.md). One-shot traffic per
+// rank grows with n-1 peers, so the limits for more ranks are scaled down from the 2-rank measurement
+// (derived, not measured). Beyond 8 ranks one-shot is off.
 constexpr PerWorldSize kNvlOneShot{1 * MiB, 512 * KiB, 512 * KiB, 256 * KiB, 256 * KiB, 256 * KiB, 256 * KiB, 0};
 constexpr PerWorldSize kNvlTwoShot{8 * MiB, 4 * MiB, 4 * MiB, 2 * MiB, 2 * MiB, 2 * MiB, 2 * MiB, 1 * MiB};
 constexpr const char* kNvlSource = "2x H200 NVLink, symmem-bench (docs/kernels.md); >2 ranks scaled by peer count";
 
 // ---- PCIe Gen5 (capability 9.0 and up on PCIe boards; 12.0 RTX PRO 6000 is the first target) -------
-// 8x RTX PRO 6000, PCIe switches, dual socket (rtx6kpro pcie-bandwidth notes, docs/ANCHORS): a one-shot
-// kernel ran 7.5 / 9.2 / 16.5 us against NCCL's 24.6 / 24.2 / 24.5 us at 256 B / 8 KiB / 32 KiB, and
-// lost at 64 KiB (25.9 vs 24.1 us) and 256 KiB (73.6 vs 28.0 us) on pairs that cross sockets: so
-// 32 KiB for every PCIe class at 8 ranks. Pairs behind one switch run P2P at ~54 GB/s (same notes),
-// so fewer ranks behind a switch keep the one-shot longer (scaled by peer count, derived). Two-shot:
-// 16x RTX PRO 6000 in 4 switch islands ran a custom kernel at 26.0 vs 39.7 us for NCCL at 115 KiB
-// (b12x PR 139): allowed behind switches; through the root complex all-to-all traffic collapses to
-// 12-44% of link speed at 8 GPUs (docs/ANCHORS), so two-shot stays off there beyond 4 ranks.
+// Every figure here is cited with its origin in docs/sources.md.
+// 8x RTX PRO 6000 on PCIe switches (rtx6kpro hardware/pcie-bandwidth.md): a custom all-reduce kernel
+// for switch topologies ran 7.5 / 9.2 / 16.5 us against NCCL's 24.6 / 24.2 / 24.5 us at 256 B / 8 KiB /
+// 32 KiB and lost at 64 KiB (25.9 vs 24.1 us) and 256 KiB (73.6 vs 28.0 us): so 32 KiB at 8 ranks.
+// Pairs behind one switch run P2P at ~54 GB/s (same notes), so fewer ranks keep the one-shot longer
+// (scaled by peer count, derived). pcie-root and pcie-sys take the same 32 KiB at 8 ranks without a
+// measurement behind it: the same notes report that kernel slower than NCCL on dual-CPU machines
+// without switches (no sizes given), and on a dual-socket box with Broadcom switches a custom kernel
+// lost to NCCL from 8 KiB at 8 GPUs while winning up to 64 KiB at 4 GPUs of one socket
+// (rtx6kpro hardware/asus-esc8000a-e13p-broadcom-switches.md). Two-shot: 16x RTX PRO 6000 in four
+// switch islands ran b12x's island reduce-scatter (pull transfers, not push) at 26.0 vs 39.7 us for
+// NCCL at 112 KiB (b12x PR 139): allowed behind switches. All-to-all writes through the root complex
+// fall to a fraction of what one destination gets (FlashInfer PR 4393; p2pmark's 8-GPU
+// dense-interconnect scores of 0.38-0.44, rtx6kpro), so two-shot stays off there beyond 4 ranks.
 constexpr PerWorldSize kGen5SwitchOneShot{128 * KiB, 64 * KiB, 64 * KiB, 32 * KiB, 32 * KiB, 32 * KiB, 32 * KiB, 0};
 constexpr PerWorldSize kGen5SwitchTwoShot{1 * MiB, 512 * KiB, 512 * KiB, 256 * KiB, 256 * KiB, 256 * KiB, 256 * KiB, 0};
 constexpr PerWorldSize kGen5RootOneShot{64 * KiB, 32 * KiB, 32 * KiB, 32 * KiB, 32 * KiB, 32 * KiB, 32 * KiB, 0};
 constexpr PerWorldSize kGen5RootTwoShot{512 * KiB, 256 * KiB, 256 * KiB, 0, 0, 0, 0, 0};
 constexpr PerWorldSize kGen5SysOneShot{32 * KiB, 32 * KiB, 32 * KiB, 32 * KiB, 32 * KiB, 32 * KiB, 32 * KiB, 0};
 constexpr PerWorldSize kGen5SysTwoShot{0, 0, 0, 0, 0, 0, 0, 0};
-constexpr const char* kGen5Source = "8x/16x RTX PRO 6000 PCIe Gen5 reports (docs/ANCHORS); fewer ranks scaled";
+constexpr const char* kGen5Source = "8x/16x RTX PRO 6000 PCIe Gen5 reports (docs/sources.md); fewer ranks scaled";
 
 // ---- PCIe Gen4 (capabilities 8.x) -----------------------------------------------------------------
-// 4x V100 behind one PCIe switch, fp16, graphs (sglang-V100 PR 2, docs/ANCHORS): one-shot push 4.0 /
-// 11.8 us against NCCL's 19.4 / 24.2 us at 4 / 32 KiB, and 120.3 vs 83.5 us at 384 KiB: the crossover
-// lies between 32 and 384 KiB on Gen3; Gen4 doubles the bandwidth, so 64 KiB at 4 ranks behind a
-// switch. Other classes keep half the Gen5 limits (derived). Two-shot only behind a switch, few ranks.
+// 4x V100 behind one PCIe (PLX) switch, PCIe Gen3, fp16, CUDA graphs (haohervchb/sglang-V100 PR 2,
+// docs/sources.md): one-shot push 4.0 / 11.8 / 44.5 us against NCCL's 19.4 / 24.2 / 51.8 us at 4 / 32 /
+// 128 KiB, and 120.3 vs 83.5 us at 384 KiB: the crossover lies between 128 and 384 KiB on Gen3. Gen4
+// doubles the bandwidth; 64 KiB at 4 ranks behind a switch stays below the largest size that won.
+// Other classes keep half the Gen5 limits (derived). Two-shot only behind a switch, few ranks.
 constexpr PerWorldSize kGen4SwitchOneShot{128 * KiB, 64 * KiB, 64 * KiB, 32 * KiB, 32 * KiB, 32 * KiB, 32 * KiB, 0};
 constexpr PerWorldSize kGen4SwitchTwoShot{512 * KiB, 256 * KiB, 256 * KiB, 0, 0, 0, 0, 0};
 constexpr PerWorldSize kGen4RootOneShot{32 * KiB, 16 * KiB, 16 * KiB, 16 * KiB, 16 * KiB, 16 * KiB, 16 * KiB, 0};
 constexpr PerWorldSize kGen4SysOneShot{16 * KiB, 16 * KiB, 16 * KiB, 16 * KiB, 16 * KiB, 16 * KiB, 16 * KiB, 0};
 constexpr PerWorldSize kNone{0, 0, 0, 0, 0, 0, 0, 0};
-constexpr const char* kGen4Source = "4x V100 PCIe switch report (docs/ANCHORS), scaled for Gen4";
+constexpr const char* kGen4Source = "4x V100 PCIe switch report (docs/sources.md), scaled for Gen4";
 
-// NVLink bridges of workstation Ampere cards (RTX A6000: 4 links x 14 GB/s, fixture
-// rtx-a6000-x3-nvlink-bridge-pair) move about what a Gen5 switch does: same limits as kGen5Switch.
+// NVLink bridges of workstation Ampere cards (RTX A6000: 4 links x 14.062 GB/s, 112.5 GB/s both
+// directions together; fixture rtx-a6000-x3-nvlink-bridge-pair, docs/sources.md) move about what a
+// Gen5 x16 link does: same limits as kGen5Switch.
 constexpr const char* kBridgeSource = "RTX A6000 NVLink bridge (56 GB/s) treated like a Gen5 switch";
 
 constexpr BuiltInRow kRows[] = {
@@ -191,22 +199,19 @@ TableLookup DecisionTable::thresholdsFor(ComputeCapability cc, LinkClass link, i
   return result;
 }
 
-const DecisionTable& processTable() {
-  static const DecisionTable table = [] {
-    DecisionTable t = DecisionTable::builtIn();
-    const std::string& path = Settings::process().text(SettingId::Table);
-    if (path.empty() || !Settings::process().flag(SettingId::Enable)) return t;
-    TableFileResult file = readTableFile(path);
-    if (!file.ok()) {
-      SYMMEM_WARN("%s; using the built-in decision table", file.error.c_str());
-      return t;
-    }
-    applyTableFile(file, t);
-    SYMMEM_INFO(kLogTuning | kLogInit, "decision table %s: %zu entries override the built-in ones", path.c_str(),
-                file.entries.size());
+DecisionTable tableFor(const Settings& settings) {
+  DecisionTable t = DecisionTable::builtIn();
+  const std::string& path = settings.text(SettingId::Table);
+  if (path.empty() || !settings.flag(SettingId::Enable)) return t;
+  TableFileResult file = readTableFile(path);
+  if (!file.ok()) {
+    SYMMEM_WARN("%s; using the built-in decision table", file.error.c_str());
     return t;
-  }();
-  return table;
+  }
+  applyTableFile(file, t);
+  SYMMEM_INFO(kLogTuning | kLogInit, "decision table %s: %zu entries override the built-in ones", path.c_str(),
+              file.entries.size());
+  return t;
 }
 
 TableLookup lookupWithFallbackWarning(const DecisionTable& table, ComputeCapability cc, LinkClass link, int nRanks) {

@@ -37,9 +37,11 @@ class DecisionTable {
   std::vector<Thresholds> entries_;
 };
 
-// The table a process uses: built-in, overridden by SYMMEM_TABLE if set and valid. Loaded once;
-// a bad file logs one WARN (file, line, problem) and the built-in table is used.
-const DecisionTable& processTable();
+class Settings;
+
+// The table `settings` ask for: built-in, overridden by SYMMEM_TABLE if set and valid. A bad file logs
+// one WARN (file, line, problem) and the built-in table is used.
+DecisionTable tableFor(const Settings& settings);
 
 // Looks up the entry for a communicator and logs, once per process and capability, a WARN when an
 // unlisted capability falls back to another entry (or to none).

@@ -43,13 +43,20 @@ void emit(LogLevel level, unsigned long subsys, const char* file, int line, cons
 }
 }  // namespace
 
+namespace {
+std::atomic<int> gLimit{static_cast<int>(LogLevel::Info)};
+}  // namespace
+
+void setLogDetail(const Settings& settings) {
+  const std::string& v = settings.text(SettingId::LogDetail);
+  gLimit.store(v == "trace"  ? static_cast<int>(LogLevel::Trace)
+               : v == "warn" ? static_cast<int>(LogLevel::Warn)
+                             : static_cast<int>(LogLevel::Info),
+               std::memory_order_release);
+}
+
 bool logLevelEnabled(LogLevel level) {
-  // Read once; the settings registry owns the parsing of SYMMEM_LOG (and warns about bad values).
-  static const int limit = [] {
-    const std::string& v = Settings::process().text(SettingId::LogDetail);
-    return v == "trace" ? static_cast<int>(LogLevel::Trace) : v == "warn" ? static_cast<int>(LogLevel::Warn)
-                                                                          : static_cast<int>(LogLevel::Info);
-  }();
+  const int limit = gLimit.load(std::memory_order_relaxed);
   if (level == LogLevel::Trace) return limit == static_cast<int>(LogLevel::Trace);
   return static_cast<int>(level) <= limit;
 }

@@ -8,7 +8,8 @@
 
 namespace symmem {
 
-// NCCL's levels and subsystem flags (NCCL_FACTS.md).
+// NCCL's levels and subsystem flags: ncclDebugLogLevel and ncclDebugLogSubSys in NCCL's
+// src/include/nccl_common.h (docs/sources.md).
 enum class LogLevel : int { None = 0, Version = 1, Warn = 2, Info = 3, Abort = 4, Trace = 5 };
 enum LogSubsys : unsigned long { kLogInit = 0x1, kLogColl = 0x2, kLogP2p = 0x4, kLogEnv = 0x80,
                                  kLogTuning = 0x40, kLogAlloc = 0x100 };
@@ -26,9 +27,12 @@ NcclLoggerFn ncclLogger();
 using LogSink = std::function<void(LogLevel, const std::string&)>;
 void setLogSinkForTesting(LogSink sink);
 
-// SYMMEM_LOG: warn, info (default), trace. Checked before any formatting, so a per-call TRACE
-// costs one load when off.
+class Settings;
+
+// SYMMEM_LOG: warn, info (default until the process's settings are read), trace. Checked before any
+// formatting, so a per-call TRACE costs one load when off.
 bool logLevelEnabled(LogLevel level);
+void setLogDetail(const Settings& settings);
 
 void logMessage(LogLevel level, unsigned long subsys, const char* file, int line, const char* fmt, ...)
     __attribute__((format(printf, 5, 6)));

@@ -159,16 +159,6 @@ Settings Settings::load(const EnvLookup& env, std::vector<std::string>* problems
   return s;
 }
 
-const Settings& Settings::process() {
-  static const Settings settings = [] {
-    std::vector<std::string> problems;
-    Settings s = load([](const char* name) { return std::getenv(name); }, &problems);
-    for (const std::string& p : problems) SYMMEM_WARN("%s", p.c_str());
-    return s;
-  }();
-  return settings;
-}
-
 int64_t Settings::integer(SettingId id) const {
   int64_t n = 0;
   parseInt64(values_[idx(id)].text, n);

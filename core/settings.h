@@ -56,10 +56,9 @@ class Settings {
  public:
   using EnvLookup = std::function<const char*(const char*)>;
 
-  // Reads every setting through `env`; each bad value adds one message to `problems`.
+  // Reads every setting through `env`; each bad value adds one message to `problems`. The plugin's
+  // process state (plugin/process.h) is the one place that passes the environment in.
   static Settings load(const EnvLookup& env, std::vector<std::string>* problems);
-  // The process's settings, read once from the environment on first use (problems logged as WARN).
-  static const Settings& process();
 
   bool flag(SettingId id) const { return values_[idx(id)].text == "1"; }
   int64_t integer(SettingId id) const;

@@ -1,6 +1,6 @@
 #pragma once
 // The table file (SYMMEM_TABLE=path): a small, line-based, human-editable text format that
-// symmem-tune writes and a person can edit. docs/table-format.md describes it:
+// symmem-tune writes and a person can edit. docs/decision-table.md ("The table file") describes it:
 //
 //   symmem-table 1
 //   # comments and blank lines are ignored

@@ -1,5 +1,5 @@
 #pragma once
-// Host entry points of the kernels in allreduce_kernels.cu (callable from plain C++).
+// Host entry points of the all-reduce kernels (allreduce_kernels.cu; callable from plain C++).
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
@@ -16,15 +16,10 @@ struct LaunchOptions {
 };
 
 // The all-reduce kernels. Unsupported dtype/op: cudaErrorInvalidValue (the caller checks
-// kernelsSupport first).
+// symmetricSupports, core/decision.h, first).
 cudaError_t launchOneShot(const DeviceView& view, const void* send, void* recv, size_t count, DataType dtype,
                           ReduceOp op, const LaunchOptions& options, cudaStream_t stream);
 cudaError_t launchTwoShot(const DeviceView& view, const void* send, void* recv, size_t count, DataType dtype,
                           ReduceOp op, const LaunchOptions& options, cudaStream_t stream);
-
-// Setup helpers: arm `bytes` (a multiple of 4) at `dst` with kArmedWord; write the P2P check
-// pattern from `writer` into `reader`'s check area through the mapping `dst`.
-cudaError_t launchArm(char* dst, size_t bytes, cudaStream_t stream);
-cudaError_t launchCheckPattern(char* dst, int writer, int reader, uint32_t nonce, cudaStream_t stream);
 
 }  // namespace symmem::kernels

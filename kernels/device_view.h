@@ -17,8 +17,8 @@ enum DeviceError : uint32_t { kDeviceOk = 0, kDevicePeerTimeout = 1 };
 // launch does not have, so every entry holds the same values after every launch, whatever grid the
 // next launch picks, and no block ever reads an entry another block of its launch may have advanced.
 // One entry per block index, 32 bytes: a block's start reads one sector. (Arrays indexed by block,
-// which coalesce the end-of-launch stores, measured 0.15-0.2 us slower per call at 8 B - 16 KiB:
-// four sectors to read on the critical path instead of one.)
+// which coalesce the end-of-launch stores, are 0.15-0.2 us slower per call at 8 B - 16 KiB on 2x
+// H200, docs/kernels.md: four sectors to read on the critical path instead of one.)
 struct BlockControl {
   uint64_t round;                 // calls of this algorithm completed on this rank
   uint64_t dirtyBytes[kRounds];   // bytes per slot written in each round buffer, not re-armed yet

@@ -1,5 +1,8 @@
-#include "kernels/allreduce_kernels.cuh"
 #include "kernels/latency_probe.h"
+
+#include "kernels/bounded_wait.cuh"
+#include "kernels/flag_protocol.cuh"
+#include "kernels/programmatic_launch.h"
 
 namespace symmem::kernels {
 namespace device {
@@ -10,33 +13,25 @@ __global__ void emptyKernel() {
   waitForPreviousKernel();
 }
 
-// Purpose: one-way peer store latency. Requires: both ranks launched concurrently, flags at 0.
-// Launch shape: 1 x 1. Size range: one 16-byte vector per message.
+// Purpose: one-way peer store latency, with the all-reduce kernels' own 16-byte accesses.
+// Requires: both ranks launched concurrently, flags at 0. Launch shape: 1 x 1. Size range: one
+// 16-byte vector per message.
 __global__ void pingPongKernel(uint32_t* mine, uint32_t* peer, int iterations, bool starter) {
   const uint64_t giveUp = globalTimerNs() + 2000000000ull;  // 2 s: a missing peer cannot hang the probe
   for (uint32_t i = 1; i <= static_cast<uint32_t>(iterations); ++i) {
-    if (starter) storeRemote(reinterpret_cast<char*>(peer), make_uint4(i, i, i, i));
+    if (starter) storeRelaxedSys(reinterpret_cast<char*>(peer), make_uint4(i, i, i, i));
     uint32_t spins = 0;
-    while (loadPolled(reinterpret_cast<const char*>(mine)).x != i) {
+    while (loadRelaxedSys(reinterpret_cast<const char*>(mine)).x != i) {
       if ((++spins & 1023u) == 0 && globalTimerNs() > giveUp) return;
     }
-    if (!starter) storeRemote(reinterpret_cast<char*>(peer), make_uint4(i, i, i, i));
+    if (!starter) storeRelaxedSys(reinterpret_cast<char*>(peer), make_uint4(i, i, i, i));
   }
 }
 
 }  // namespace device
 
 cudaError_t launchEmptyKernel(bool programmatic, cudaStream_t stream) {
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(1);
-  config.blockDim = dim3(32);
-  config.stream = stream;
-  cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute[0].val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = attribute;
-  config.numAttrs = programmatic ? 1 : 0;
-  return cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(device::emptyKernel), nullptr);
+  return launchKernel(reinterpret_cast<const void*>(device::emptyKernel), 1, 32, programmatic, stream, nullptr);
 }
 
 cudaError_t launchPingPong(uint32_t* mine, uint32_t* peer, int iterations, bool starter, cudaStream_t stream) {

@@ -2,17 +2,15 @@
 // peer mappings, P2P check) is in symmetric_setup.cpp; this file holds the per-call path.
 #include "kernels/symmetric_comm.h"
 
-#include "kernels/allreduce_launch.h"
-#include "kernels/symmetric_comm_impl.h"
+#include "core/decision.h"
 #include "core/log.h"
+#include "kernels/allreduce_launch.h"
+#include "kernels/scoped_device.h"
+#include "kernels/symmetric_comm_impl.h"
 
 namespace symmem::kernels {
 
-bool kernelsSupport(DataType dtype, ReduceOp op) {
-  const bool typeOk = dtype == DataType::Float32 || dtype == DataType::Float16 || dtype == DataType::Bfloat16;
-  const bool opOk = op == ReduceOp::Sum || op == ReduceOp::Prod || op == ReduceOp::Max || op == ReduceOp::Min;
-  return typeOk && opOk;
-}
+bool kernelsSupport(DataType dtype, ReduceOp op) { return symmetricSupports(dtype, op); }
 
 size_t symmetricBufferBytes(const SymmetricConfig& config) {
   return makeLayout(config.nRanks, config.oneShotMaxBytes, config.twoShotMaxBytes).totalBytes;
@@ -44,15 +42,25 @@ Status SymmetricCommImpl::allReduce(const void* send, void* recv, size_t count, 
     return Status::PeerTimeout;
   }
   const size_t elemBytes = dataTypeSize(dtype);
-  if (count == 0 || !kernelsSupport(dtype, op)) return Status::Unsupported;
+  if (count == 0 || !symmetricSupports(dtype, op)) return Status::Unsupported;
   const size_t bytes = count * elemBytes;
   const bool twoShot = algorithm == Algorithm::TwoShot;
   if (twoShot ? !twoShotFits(view_.layout, bytes) : !oneShotFits(view_.layout, bytes)) return Status::Unsupported;
 
-  // Calls of one communicator run in the order they are made, whatever stream each is on, as NCCL's
-  // do: two of them running at once would share round buffers. An eager call on another stream than
-  // the previous eager call waits for that call (an event recorded after every eager launch). Captured
-  // calls are left alone: they run when the graph is replayed, ordered by the graph and its stream.
+  const cudaError_t err = launchInCallOrder(send, recv, count, dtype, op, twoShot, stream);
+  if (err != cudaSuccess) {
+    SYMMEM_WARN("symmetric all-reduce: kernel launch failed on rank %d: %s", config_.rank, cudaGetErrorString(err));
+    return Status::CudaError;
+  }
+  return Status::Ok;
+}
+
+// Calls of one communicator run in the order they are made, whatever stream each is on, as NCCL's
+// do: two of them running at once would share round buffers. An eager call on another stream than
+// the previous eager call waits for that call (an event recorded after every eager launch). Captured
+// calls are left alone: they run when the graph is replayed, ordered by the graph and its stream.
+cudaError_t SymmetricCommImpl::launchInCallOrder(const void* send, void* recv, size_t count, DataType dtype,
+                                                 ReduceOp op, bool twoShot, cudaStream_t stream) {
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusActive;
   if (config_.orderStreams && cudaStreamIsCapturing(stream, &capture) != cudaSuccess) {
     cudaGetLastError();
@@ -60,9 +68,7 @@ Status SymmetricCommImpl::allReduce(const void* send, void* recv, size_t count, 
   }
   const bool ordered = capture == cudaStreamCaptureStatusNone;  // an eager call, ordering on
 
-  int current = -1;
-  cudaGetDevice(&current);
-  if (current != config_.device) cudaSetDevice(config_.device);
+  const ScopedDevice onDevice(config_.device, ScopedDevice::Switch::WhenOther);
   cudaError_t err = cudaSuccess;
   if (ordered && haveLast_ && stream != lastStream_) err = cudaStreamWaitEvent(stream, lastDone_, 0);
   if (err == cudaSuccess)
@@ -75,12 +81,7 @@ Status SymmetricCommImpl::allReduce(const void* send, void* recv, size_t count, 
     if (!haveLast_) cudaGetLastError();
     lastStream_ = stream;
   }
-  if (current != config_.device && current >= 0) cudaSetDevice(current);
-  if (err != cudaSuccess) {
-    SYMMEM_WARN("symmetric all-reduce: kernel launch failed on rank %d: %s", config_.rank, cudaGetErrorString(err));
-    return Status::CudaError;
-  }
-  return Status::Ok;
+  return err;
 }
 
 }  // namespace symmem::kernels

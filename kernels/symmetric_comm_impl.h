@@ -1,6 +1,8 @@
 #pragma once
 // The host object behind SymmetricComm (internal to kernels/).
 #include <atomic>
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -9,6 +11,8 @@
 #include "kernels/symmetric_comm.h"
 
 namespace symmem::kernels {
+
+struct FactsRecord;  // one rank's facts, all-gathered at setup (symmetric_setup.cpp)
 
 class SymmetricCommImpl final : public SymmetricComm {
  public:
@@ -26,7 +30,21 @@ class SymmetricCommImpl final : public SymmetricComm {
   const SymmetricConfig& config() const override { return config_; }
 
  private:
+  // Setup steps (symmetric_setup.cpp), in the order setup() runs them. Those returning a string
+  // return this rank's failure reason, empty when the step went well.
+  std::string allocateLocal(const SymmetricLayout& layout, cudaStream_t stream, cudaIpcMemHandle_t* handle,
+                            void** errorDevice);
+  void buildView(const SymmetricLayout& layout, void* errorDevice);
+  std::string mapPeers(const std::vector<FactsRecord>& all, const FactsRecord& mine);
+  std::string mapPeer(int q, const FactsRecord& peer, bool sameProcess);
+  std::string writeCheckPattern(cudaStream_t stream, uint32_t nonce);
+  std::string checkPeerPatterns(cudaStream_t stream, uint32_t nonce, uint32_t* badWriters);
+  std::string armBuffer(cudaStream_t stream);
   void release();
+
+  // The launch, after waiting for the previous eager call when that ran on another stream.
+  cudaError_t launchInCallOrder(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op, bool twoShot,
+                                cudaStream_t stream);
 
   SymmetricConfig config_;
   LaunchOptions launch_;

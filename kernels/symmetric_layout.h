@@ -40,7 +40,7 @@ SYMMEM_HD constexpr size_t paddedBytes(size_t bytes) { return roundUp(bytes, kVe
 SYMMEM_HD constexpr size_t vectorCount(size_t bytes) { return divUp(bytes, kVecBytes); }
 
 // The round buffer a call with device round counter `round` writes into, and the one it re-arms.
-// Re-arming the previous round's buffer is safe (argument in allreduce_kernels.cuh, "Rotation").
+// Re-arming the previous round's buffer is safe (the argument is in round_control.cuh, "Rotation").
 SYMMEM_HD constexpr int roundBuffer(uint64_t round) { return static_cast<int>(round % kRounds); }
 SYMMEM_HD constexpr int rearmBuffer(uint64_t round) { return static_cast<int>((round + kRounds - 1) % kRounds); }
 
@@ -48,7 +48,8 @@ SYMMEM_HD constexpr int rearmBuffer(uint64_t round) { return static_cast<int>((r
 // data never carries it. Slots are re-armed with the 32-bit word kArmedWord whatever dtype the next
 // call has: as fp32 it is -0.0; as two 16-bit elements it is (+0.0, -0.0) (little endian), so the
 // word still holds a -0.0 half. Pending is decided per 32-bit word, and every 16-byte store is four
-// single-copy-atomic 32-bit stores, so a word is either all old (pending) or all new (data).
+// single-copy-atomic 32-bit stores, so a word is either all old (pending) or all new (data). The
+// whole contract is on SentinelPacket (flag_protocol.cuh).
 inline constexpr uint32_t kArmedWord = 0x80000000u;
 SYMMEM_HD constexpr bool wordPending32(uint32_t w) { return w == 0x80000000u; }
 SYMMEM_HD constexpr bool wordPending16(uint32_t w) {

@@ -12,15 +12,19 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <random>
 #include <set>
+#include <string>
 #include <thread>
+#include <vector>
 
-#include "kernels/allreduce_launch.h"
-#include "kernels/symmetric_comm_impl.h"
 #include "core/log.h"
+#include "kernels/scoped_device.h"
+#include "kernels/setup_kernels.h"
+#include "kernels/symmetric_comm_impl.h"
 
 namespace symmem::kernels {
 namespace {
@@ -28,6 +32,8 @@ namespace {
 constexpr uint32_t kSetupMagic = 0x53594d4du;  // "SYMM"
 constexpr uint32_t kSetupVersion = 1;
 constexpr size_t kReasonBytes = 160;
+
+}  // namespace
 
 struct FactsRecord {
   uint32_t magic;
@@ -45,6 +51,8 @@ struct FactsRecord {
   cudaIpcMemHandle_t handle;
   char reason[kReasonBytes];
 };
+
+namespace {
 
 struct StepRecord {
   int32_t ok;
@@ -72,45 +80,97 @@ std::string cudaText(const char* what, cudaError_t err) {
   return std::string(what) + ": " + cudaGetErrorString(err);
 }
 
-// Restores the calling thread's device and stream-capture mode on scope exit. Setup may run while
-// the application captures a graph on another stream: the relaxed mode lets cudaMalloc & co run.
-class SetupScope {
+// Setup may run while the application captures a graph on another stream: the relaxed capture mode
+// lets cudaMalloc & co run. Gives the calling thread its mode back on scope exit.
+class RelaxedCaptureScope {
  public:
-  explicit SetupScope(int device) {
-    cudaGetDevice(&previousDevice_);
-    cudaThreadExchangeStreamCaptureMode(&mode_);
-    ok_ = cudaSetDevice(device);
-  }
-  ~SetupScope() {
-    cudaThreadExchangeStreamCaptureMode(&mode_);
-    if (previousDevice_ >= 0) cudaSetDevice(previousDevice_);
-  }
-  cudaError_t status() const { return ok_; }
+  RelaxedCaptureScope() { cudaThreadExchangeStreamCaptureMode(&mode_); }
+  ~RelaxedCaptureScope() { cudaThreadExchangeStreamCaptureMode(&mode_); }
+  RelaxedCaptureScope(const RelaxedCaptureScope&) = delete;
+  RelaxedCaptureScope& operator=(const RelaxedCaptureScope&) = delete;
 
  private:
-  int previousDevice_ = -1;
   cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
-  cudaError_t ok_ = cudaSuccess;
 };
 
+// The all-gather of one record per rank. When it fails, this rank's own record says so, so the
+// outcome below is a failure on this rank (peers see theirs through the all-gather they made).
 template <typename Record>
-bool gatherRecords(const AllGatherFn& allGather, const Record& mine, std::vector<Record>& all) {
+void gatherRecords(const AllGatherFn& allGather, const Record& mine, std::vector<Record>& all, size_t me) {
   std::memset(all.data(), 0, all.size() * sizeof(Record));
-  return allGather(&mine, all.data(), sizeof(Record));
+  if (!allGather(&mine, all.data(), sizeof(Record))) {
+    all[me].ok = 0;
+    setReason(all[me].reason, "all-gather failed");
+  }
 }
 
-// The first failing rank's reason, "rank N: ..." (all ranks see the same records, so the same text).
+// The first failing rank's reason, "rank N: ...", or empty when every rank is fine (all ranks see
+// the same records, so the same text).
 template <typename Record>
-bool allOk(const std::vector<Record>& records, std::string* why) {
+std::string firstFailure(const std::vector<Record>& records) {
   for (size_t r = 0; r < records.size(); ++r) {
     if (!records[r].ok) {
       char reason[kReasonBytes + 1] = {};
       std::memcpy(reason, records[r].reason, kReasonBytes);
-      *why = "rank " + std::to_string(r) + ": " + (reason[0] ? reason : "setup failed");
-      return false;
+      return "rank " + std::to_string(r) + ": " + (reason[0] ? reason : "setup failed");
     }
   }
-  return true;
+  return {};
+}
+
+StepRecord stepRecord(bool ok, const std::string& reason, uint32_t badWriters) {
+  StepRecord step{};
+  step.ok = ok;
+  step.badWriters = badWriters;
+  setReason(step.reason, reason);
+  return step;
+}
+
+// What is wrong with this rank's config, or empty.
+std::string configProblem(const SymmetricConfig& config, bool shapeOk) {
+  if (!shapeOk)
+    return "bad communicator shape (rank " + std::to_string(config.rank) + " of " + std::to_string(config.nRanks) +
+           ", at most " + std::to_string(kMaxRanks) + " ranks)";
+  if (config.oneShotMaxBytes == 0 && config.twoShotMaxBytes == 0) return "both one-shot and two-shot limits are 0";
+  if (config.oneShotMaxBytes > (size_t{1} << 30) || config.twoShotMaxBytes > (size_t{1} << 30))
+    return "one-shot/two-shot limits above 1 GiB";
+  if (config.timeoutMs <= 0) return "timeout must be positive";
+  return {};
+}
+
+// This rank's facts as far as they are known before anything is allocated.
+FactsRecord factsOf(const SymmetricConfig& config, const SymmetricLayout& layout) {
+  FactsRecord facts{};
+  facts.magic = kSetupMagic;
+  facts.version = kSetupVersion;
+  facts.rank = config.rank;
+  facts.nRanks = config.nRanks;
+  facts.device = config.device;
+  facts.pid = static_cast<int64_t>(getpid());
+  facts.processToken = processToken();
+  facts.oneShotMaxBytes = config.oneShotMaxBytes;
+  facts.twoShotMaxBytes = config.twoShotMaxBytes;
+  facts.bufferBytes = layout.totalBytes;
+  return facts;
+}
+
+// The first rank whose facts disagree with rank 0's (the reference, so every rank names the same
+// rank), or empty.
+std::string disagreement(const std::vector<FactsRecord>& all) {
+  const FactsRecord& ref = all[0];
+  for (size_t r = 0; r < all.size(); ++r) {
+    const FactsRecord& f = all[r];
+    if (f.magic != kSetupMagic || f.version != kSetupVersion || f.rank != static_cast<int>(r) ||
+        f.nRanks != ref.nRanks || f.oneShotMaxBytes != ref.oneShotMaxBytes ||
+        f.twoShotMaxBytes != ref.twoShotMaxBytes || f.bufferBytes != ref.bufferBytes)
+      return "rank " + std::to_string(r) + " disagrees with rank 0 on the setup (rank/size/limits/version)";
+  }
+  return {};
+}
+
+std::string createSetupStream(cudaStream_t* stream) {
+  const cudaError_t err = cudaStreamCreateWithFlags(stream, cudaStreamNonBlocking);
+  return err == cudaSuccess ? std::string() : cudaText("cudaStreamCreate", err);
 }
 
 // Peer access from the current device (`device`) to `peer`, enabled at most once per process by this
@@ -132,6 +192,39 @@ cudaError_t enablePeerAccessOnce(int device, int peer) {
   return err;
 }
 
+// Reads `writer`'s pattern back from `area` (this rank's check area for that writer) until it is
+// all there or `deadline` passes; *arrived says which. The writers finished their kernels before the
+// step 2 barrier, so their stores are complete: a pattern still missing after a short grace is never
+// coming (a mapping the platform silently drops).
+cudaError_t awaitCheckPattern(const char* area, int writer, int reader, uint32_t nonce, cudaStream_t stream,
+                              std::chrono::steady_clock::time_point deadline, bool* arrived) {
+  std::vector<uint32_t> seen(kCheckBytes / sizeof(uint32_t));
+  *arrived = false;
+  while (true) {
+    // On the private stream: a copy on the legacy stream could break another thread's capture.
+    cudaError_t err = cudaMemcpyAsync(seen.data(), area, kCheckBytes, cudaMemcpyDeviceToHost, stream);
+    if (err == cudaSuccess) err = cudaStreamSynchronize(stream);
+    if (err != cudaSuccess) return err;
+    bool match = true;
+    for (uint32_t i = 0; i < seen.size() && match; ++i) match = seen[i] == checkPatternWord(writer, reader, i, nonce);
+    *arrived = match;
+    if (match || std::chrono::steady_clock::now() > deadline) return cudaSuccess;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+// One WARN per pair whose check pattern did not arrive, as every rank reported in step 3.
+void warnFailedPairs(const std::vector<StepRecord>& steps, const std::vector<FactsRecord>& all, int n) {
+  for (size_t r = 0; r < steps.size(); ++r) {
+    for (int q = 0; q < n; ++q) {
+      if (steps[r].badWriters & (1u << q))
+        SYMMEM_WARN("symmetric setup: P2P check failed for the pair rank %d -> rank %zu (devices %d -> %d); "
+                    "symmetric path off for this communicator",
+                    q, r, all[q].device, all[r].device);
+    }
+  }
+}
+
 }  // namespace
 
 SymmetricCommImpl::SymmetricCommImpl(const SymmetricConfig& config) : config_(config) {
@@ -142,9 +235,7 @@ SymmetricCommImpl::SymmetricCommImpl(const SymmetricConfig& config) : config_(co
 SymmetricCommImpl::~SymmetricCommImpl() { release(); }
 
 void SymmetricCommImpl::release() {
-  int previous = -1;
-  cudaGetDevice(&previous);
-  cudaSetDevice(config_.device);
+  const ScopedDevice onDevice(config_.device);
   // Kernels still queued may use the buffers; every wait in them is bounded.
   if (localBuffer_ != nullptr || control_ != nullptr) cudaDeviceSynchronize();
   for (char* p : ipcOpened_) cudaIpcCloseMemHandle(p);
@@ -159,7 +250,140 @@ void SymmetricCommImpl::release() {
   control_ = nullptr;
   errorHost_ = nullptr;
   cudaGetLastError();
-  if (previous >= 0) cudaSetDevice(previous);
+}
+
+// Step 1: this rank's buffer (and its IPC handle), control block, order event and error word.
+std::string SymmetricCommImpl::allocateLocal(const SymmetricLayout& layout, cudaStream_t stream,
+                                             cudaIpcMemHandle_t* handle, void** errorDevice) {
+  cudaError_t err = cudaMalloc(reinterpret_cast<void**>(&localBuffer_), layout.totalBytes);
+  if (err != cudaSuccess) {
+    localBuffer_ = nullptr;
+    return cudaText("cudaMalloc of the symmetric buffer", err) + " (" + std::to_string(layout.totalBytes) + " bytes)";
+  }
+  if ((err = cudaIpcGetMemHandle(handle, localBuffer_)) != cudaSuccess) return cudaText("cudaIpcGetMemHandle", err);
+  if ((err = cudaMalloc(reinterpret_cast<void**>(&control_), sizeof(DeviceControl))) != cudaSuccess) {
+    control_ = nullptr;
+    return cudaText("cudaMalloc of the control block", err);
+  }
+  if ((err = cudaMemsetAsync(control_, 0, sizeof(DeviceControl), stream)) != cudaSuccess)
+    return cudaText("cudaMemset", err);
+  if ((err = cudaEventCreateWithFlags(&lastDone_, cudaEventDisableTiming)) != cudaSuccess) {
+    lastDone_ = nullptr;
+    return cudaText("cudaEventCreate", err);
+  }
+  void* errorHost = nullptr;
+  err = cudaHostAlloc(&errorHost, 4 * sizeof(uint32_t), cudaHostAllocMapped);
+  if (errorHost != nullptr) {
+    errorHost_ = static_cast<volatile uint32_t*>(errorHost);
+    errorHost_[0] = 0;
+    errorHost_[1] = 0;
+  }
+  if (err != cudaSuccess) return cudaText("cudaHostAlloc of the error word", err);
+  if ((err = cudaHostGetDevicePointer(errorDevice, errorHost, 0)) != cudaSuccess)
+    return cudaText("cudaHostGetDevicePointer", err);
+  return {};
+}
+
+// Step 2: the handles the kernels get, and the grid cap: every block of a launch must be resident at
+// once (blocks wait for peers' blocks), so at most one block per multiprocessor.
+void SymmetricCommImpl::buildView(const SymmetricLayout& layout, void* errorDevice) {
+  view_ = DeviceView{};
+  view_.rank = config_.rank;
+  view_.nRanks = config_.nRanks;
+  view_.local = localBuffer_;
+  view_.layout = layout;
+  view_.control = control_;
+  view_.errorWord = static_cast<volatile uint32_t*>(errorDevice);
+  view_.timeoutNs = static_cast<uint64_t>(config_.timeoutMs) * 1000000ull;
+  int sms = 0;
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, config_.device) == cudaSuccess && sms > 0)
+    launch_.maxBlocks = std::min(launch_.maxBlocks, sms);
+  view_.gridCap = launch_.maxBlocks;
+}
+
+// Step 2: every peer's buffer as mapped on this device (view_.peer), stopping at the first failure.
+std::string SymmetricCommImpl::mapPeers(const std::vector<FactsRecord>& all, const FactsRecord& mine) {
+  for (int q = 0; q < config_.nRanks; ++q) {
+    if (q == config_.rank) {
+      view_.peer[q] = localBuffer_;
+      continue;
+    }
+    const FactsRecord& f = all[q];
+    const bool sameProcess = f.pid == mine.pid && f.processToken == mine.processToken;
+    std::string failure = mapPeer(q, f, sameProcess);
+    if (!failure.empty()) return failure;
+  }
+  return {};
+}
+
+// Same process: IPC cannot open our own allocation; use the pointer through peer access. Otherwise
+// open the peer's IPC handle.
+std::string SymmetricCommImpl::mapPeer(int q, const FactsRecord& peer, bool sameProcess) {
+  if (sameProcess) {
+    if (peer.device != config_.device) {
+      int can = 0;
+      cudaDeviceCanAccessPeer(&can, config_.device, peer.device);
+      if (!can)
+        return "device " + std::to_string(config_.device) + " cannot access device " + std::to_string(peer.device) +
+               " (rank " + std::to_string(q) + ", same process)";
+      const cudaError_t err = enablePeerAccessOnce(config_.device, peer.device);
+      if (err != cudaSuccess)
+        return cudaText(("cudaDeviceEnablePeerAccess to device " + std::to_string(peer.device)).c_str(), err);
+    }
+    view_.peer[q] = reinterpret_cast<char*>(static_cast<uintptr_t>(peer.bufferAddress));
+    return {};
+  }
+  void* mapped = nullptr;
+  const cudaError_t err = cudaIpcOpenMemHandle(&mapped, peer.handle, cudaIpcMemLazyEnablePeerAccess);
+  if (err != cudaSuccess)
+    return cudaText(("cudaIpcOpenMemHandle of rank " + std::to_string(q) + "'s buffer").c_str(), err);
+  ipcOpened_.push_back(static_cast<char*>(mapped));
+  view_.peer[q] = static_cast<char*>(mapped);
+  return {};
+}
+
+// Step 2: this rank's pattern into its check area of every peer, through the mapping, with the
+// kernels' own stores; complete when this returns.
+std::string SymmetricCommImpl::writeCheckPattern(cudaStream_t stream, uint32_t nonce) {
+  const int rank = config_.rank;
+  for (int q = 0; q < config_.nRanks; ++q) {
+    if (q == rank) continue;
+    char* area = view_.peer[q] + checkAreaOffset(view_.layout, rank);  // mine, in q's buffer
+    const cudaError_t err = launchCheckPattern(area, rank, q, nonce, stream);
+    if (err != cudaSuccess) return cudaText("check pattern kernel", err);
+  }
+  const cudaError_t err = cudaStreamSynchronize(stream);
+  return err == cudaSuccess ? std::string() : cudaText("writing the check pattern to the peers", err);
+}
+
+// Step 3: every peer's pattern in this rank's buffer, bounded in time. *badWriters: the peers whose
+// pattern did not arrive (or whose read-back failed).
+std::string SymmetricCommImpl::checkPeerPatterns(cudaStream_t stream, uint32_t nonce, uint32_t* badWriters) {
+  constexpr int64_t kCheckGraceMs = 2000;
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(std::min(config_.timeoutMs, kCheckGraceMs));
+  const int rank = config_.rank, n = config_.nRanks;
+  cudaError_t err = cudaSuccess;
+  for (int q = 0; q < n && err == cudaSuccess; ++q) {
+    if (q == rank) continue;
+    const char* area = localBuffer_ + checkAreaOffset(view_.layout, q);  // q's, in my buffer
+    bool arrived = false;
+    err = awaitCheckPattern(area, q, rank, nonce, stream, deadline, &arrived);
+    if (!arrived) *badWriters |= 1u << q;
+  }
+  if (err != cudaSuccess) return cudaText("reading back the check pattern", err);
+  if (*badWriters == 0) return {};
+  std::string failure = "P2P check failed: writes from rank(s)";
+  for (int q = 0; q < n; ++q)
+    if (*badWriters & (1u << q)) failure += " " + std::to_string(q);
+  return failure + " through their mapping did not arrive in rank " + std::to_string(rank) + "'s buffer";
+}
+
+// Step 3: the whole buffer armed, complete when this returns.
+std::string SymmetricCommImpl::armBuffer(cudaStream_t stream) {
+  cudaError_t err = launchArm(localBuffer_, view_.layout.totalBytes, stream);
+  if (err == cudaSuccess) err = cudaStreamSynchronize(stream);
+  return err == cudaSuccess ? std::string() : cudaText("arming the symmetric buffer", err);
 }
 
 bool SymmetricCommImpl::setup(const AllGatherFn& allGather, std::string* why) {
@@ -169,228 +393,59 @@ bool SymmetricCommImpl::setup(const AllGatherFn& allGather, std::string* why) {
   const size_t slots = static_cast<size_t>(std::max(n, 1));
   const size_t me = static_cast<size_t>(std::max(rank, 0)) % slots;
   const SymmetricLayout layout = makeLayout(shapeOk ? n : 2, config_.oneShotMaxBytes, config_.twoShotMaxBytes);
-  SetupScope scope(config_.device);
+  const RelaxedCaptureScope relaxed;  // first, so that the device switches run in relaxed mode too
+  const ScopedDevice onDevice(config_.device);
   cudaStream_t stream = nullptr;
+  // The outcome so far: empty while every rank is fine, else the first failure, the same text on
+  // every rank. Each step's local part runs only while it is empty; every all-gather runs always.
+  std::string failure;
 
   // ---- step 1: local resources, then the facts --------------------------------------------------
-  FactsRecord facts{};
-  facts.magic = kSetupMagic;
-  facts.version = kSetupVersion;
-  facts.rank = rank;
-  facts.nRanks = n;
-  facts.device = config_.device;
-  facts.pid = static_cast<int64_t>(getpid());
-  facts.processToken = processToken();
-  facts.oneShotMaxBytes = config_.oneShotMaxBytes;
-  facts.twoShotMaxBytes = config_.twoShotMaxBytes;
-  facts.bufferBytes = layout.totalBytes;
-  std::string local;
-  if (!shapeOk) {
-    local = "bad communicator shape (rank " + std::to_string(rank) + " of " + std::to_string(n) + ", at most " +
-            std::to_string(kMaxRanks) + " ranks)";
-  } else if (config_.oneShotMaxBytes == 0 && config_.twoShotMaxBytes == 0) {
-    local = "both one-shot and two-shot limits are 0";
-  } else if (config_.oneShotMaxBytes > (size_t{1} << 30) || config_.twoShotMaxBytes > (size_t{1} << 30)) {
-    local = "one-shot/two-shot limits above 1 GiB";
-  } else if (config_.timeoutMs <= 0) {
-    local = "timeout must be positive";
-  } else if (scope.status() != cudaSuccess) {
-    local = cudaText("cudaSetDevice", scope.status());
-  }
-  cudaError_t err = cudaSuccess;
-  if (local.empty() && (err = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)) != cudaSuccess)
-    local = cudaText("cudaStreamCreate", err);
-  if (local.empty() && (err = cudaMalloc(reinterpret_cast<void**>(&localBuffer_), layout.totalBytes)) != cudaSuccess) {
-    localBuffer_ = nullptr;
-    local = cudaText("cudaMalloc of the symmetric buffer", err) + " (" + std::to_string(layout.totalBytes) + " bytes)";
-  }
-  if (local.empty() && (err = cudaIpcGetMemHandle(&facts.handle, localBuffer_)) != cudaSuccess)
-    local = cudaText("cudaIpcGetMemHandle", err);
-  if (local.empty() && (err = cudaMalloc(reinterpret_cast<void**>(&control_), sizeof(DeviceControl))) != cudaSuccess) {
-    control_ = nullptr;
-    local = cudaText("cudaMalloc of the control block", err);
-  }
-  if (local.empty() && (err = cudaMemsetAsync(control_, 0, sizeof(DeviceControl), stream)) != cudaSuccess)
-    local = cudaText("cudaMemset", err);
-  if (local.empty() && (err = cudaEventCreateWithFlags(&lastDone_, cudaEventDisableTiming)) != cudaSuccess) {
-    lastDone_ = nullptr;
-    local = cudaText("cudaEventCreate", err);
-  }
-  void* errorHost = nullptr;
-  if (local.empty() && (err = cudaHostAlloc(&errorHost, 4 * sizeof(uint32_t), cudaHostAllocMapped)) != cudaSuccess)
-    local = cudaText("cudaHostAlloc of the error word", err);
-  if (errorHost != nullptr) {
-    errorHost_ = static_cast<volatile uint32_t*>(errorHost);
-    errorHost_[0] = 0;
-    errorHost_[1] = 0;
-  }
+  FactsRecord facts = factsOf(config_, layout);
   void* errorDevice = nullptr;
-  if (local.empty() && (err = cudaHostGetDevicePointer(&errorDevice, errorHost, 0)) != cudaSuccess)
-    local = cudaText("cudaHostGetDevicePointer", err);
+  std::string local = configProblem(config_, shapeOk);
+  if (local.empty() && onDevice.status() != cudaSuccess) local = cudaText("cudaSetDevice", onDevice.status());
+  if (local.empty()) local = createSetupStream(&stream);
+  if (local.empty()) local = allocateLocal(layout, stream, &facts.handle, &errorDevice);
   facts.bufferAddress = reinterpret_cast<uintptr_t>(localBuffer_);
   facts.ok = local.empty();
   setReason(facts.reason, local);
-
   std::vector<FactsRecord> all(slots);
-  if (!gatherRecords(allGather, facts, all)) {
-    all[me].ok = 0;
-    setReason(all[me].reason, "all-gather failed");
-  }
-  std::string failure;
-  bool ok = allOk(all, &failure);
-  if (ok) {
-    // Rank 0's record is the reference, so every rank names the same rank.
-    const FactsRecord& ref = all[0];
-    for (size_t r = 0; r < slots && ok; ++r) {
-      const FactsRecord& f = all[r];
-      if (f.magic != kSetupMagic || f.version != kSetupVersion || f.rank != static_cast<int>(r) ||
-          f.nRanks != ref.nRanks || f.oneShotMaxBytes != ref.oneShotMaxBytes ||
-          f.twoShotMaxBytes != ref.twoShotMaxBytes || f.bufferBytes != ref.bufferBytes) {
-        ok = false;
-        failure = "rank " + std::to_string(r) + " disagrees with rank 0 on the setup (rank/size/limits/version)";
-      }
-    }
-  }
+  gatherRecords(allGather, facts, all, me);
+  failure = firstFailure(all);
+  if (failure.empty()) failure = disagreement(all);
 
   // ---- step 2: map the peers' buffers, write the check pattern through every mapping -------------
   const uint32_t nonce = static_cast<uint32_t>(all[0].processToken) ^ static_cast<uint32_t>(all[0].bufferAddress);
   local.clear();
-  if (ok) {
-    view_ = DeviceView{};
-    view_.rank = rank;
-    view_.nRanks = n;
-    view_.local = localBuffer_;
-    view_.layout = layout;
-    view_.control = control_;
-    view_.errorWord = static_cast<volatile uint32_t*>(errorDevice);
-    view_.timeoutNs = static_cast<uint64_t>(config_.timeoutMs) * 1000000ull;
-    // Every block of a launch must be resident at once (blocks wait for peers' blocks): at most one
-    // block per multiprocessor.
-    int sms = 0;
-    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, config_.device) == cudaSuccess && sms > 0)
-      launch_.maxBlocks = std::min(launch_.maxBlocks, sms);
-    view_.gridCap = launch_.maxBlocks;
-    for (int q = 0; q < n && local.empty(); ++q) {
-      const FactsRecord& f = all[q];
-      if (q == rank) {
-        view_.peer[q] = localBuffer_;
-        continue;
-      }
-      if (f.pid == facts.pid && f.processToken == facts.processToken) {
-        // Same process: IPC cannot open our own allocation; use the pointer through peer access.
-        if (f.device != config_.device) {
-          int can = 0;
-          cudaDeviceCanAccessPeer(&can, config_.device, f.device);
-          if (!can) {
-            local = "device " + std::to_string(config_.device) + " cannot access device " + std::to_string(f.device) +
-                    " (rank " + std::to_string(q) + ", same process)";
-            break;
-          }
-          err = enablePeerAccessOnce(config_.device, f.device);
-          if (err != cudaSuccess) {
-            local = cudaText(("cudaDeviceEnablePeerAccess to device " + std::to_string(f.device)).c_str(), err);
-            break;
-          }
-        }
-        view_.peer[q] = reinterpret_cast<char*>(static_cast<uintptr_t>(f.bufferAddress));
-      } else {
-        void* mapped = nullptr;
-        err = cudaIpcOpenMemHandle(&mapped, f.handle, cudaIpcMemLazyEnablePeerAccess);
-        if (err != cudaSuccess) {
-          local = cudaText(("cudaIpcOpenMemHandle of rank " + std::to_string(q) + "'s buffer").c_str(), err);
-          break;
-        }
-        ipcOpened_.push_back(static_cast<char*>(mapped));
-        view_.peer[q] = static_cast<char*>(mapped);
-      }
-    }
-    if (local.empty() && config_.p2pCheck) {
-      for (int q = 0; q < n && local.empty(); ++q) {
-        if (q == rank) continue;
-        err = launchCheckPattern(view_.peer[q] + checkAreaOffset(layout, rank), rank, q, nonce, stream);
-        if (err != cudaSuccess) local = cudaText("check pattern kernel", err);
-      }
-      if (local.empty() && (err = cudaStreamSynchronize(stream)) != cudaSuccess)
-        local = cudaText("writing the check pattern to the peers", err);
-    }
+  if (failure.empty()) {
+    buildView(layout, errorDevice);
+    local = mapPeers(all, facts);
+    if (local.empty() && config_.p2pCheck) local = writeCheckPattern(stream, nonce);
   }
-  StepRecord step{};
-  step.ok = ok && local.empty();
-  setReason(step.reason, local);
   std::vector<StepRecord> steps(slots);
-  if (!gatherRecords(allGather, step, steps)) {
-    steps[me].ok = 0;
-    setReason(steps[me].reason, "all-gather failed");
-  }
-  if (ok) ok = allOk(steps, &failure);
+  gatherRecords(allGather, stepRecord(failure.empty() && local.empty(), local, 0), steps, me);
+  if (failure.empty()) failure = firstFailure(steps);
 
   // ---- step 3: check what the peers wrote here, bounded in time; arm the whole buffer -------------
   local.clear();
   uint32_t badWriters = 0;
-  if (ok && config_.p2pCheck) {
-    std::vector<uint32_t> seen(kCheckBytes / sizeof(uint32_t));
-    // The writers finished their kernels before the barrier, so their stores are complete: a pattern
-    // still missing after a short grace is never coming (a mapping the platform silently drops).
-    constexpr int64_t kCheckGraceMs = 2000;
-    const auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::milliseconds(std::min(config_.timeoutMs, kCheckGraceMs));
-    for (int q = 0; q < n && err == cudaSuccess; ++q) {
-      if (q == rank) continue;
-      bool match = false;
-      while (!match) {
-        // On the private stream: a copy on the legacy stream could break another thread's capture.
-        err = cudaMemcpyAsync(seen.data(), localBuffer_ + checkAreaOffset(layout, q), kCheckBytes,
-                              cudaMemcpyDeviceToHost, stream);
-        if (err == cudaSuccess) err = cudaStreamSynchronize(stream);
-        if (err != cudaSuccess) break;
-        match = true;
-        for (uint32_t i = 0; i < seen.size() && match; ++i) match = seen[i] == checkPatternWord(q, rank, i, nonce);
-        if (match || std::chrono::steady_clock::now() > deadline) break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      }
-      if (!match) badWriters |= 1u << q;
-    }
-    if (err != cudaSuccess) {
-      local = cudaText("reading back the check pattern", err);
-    } else if (badWriters != 0) {
-      local = "P2P check failed: writes from rank(s)";
-      for (int q = 0; q < n; ++q)
-        if (badWriters & (1u << q)) local += " " + std::to_string(q);
-      local += " through their mapping did not arrive in rank " + std::to_string(rank) + "'s buffer";
-    }
-  }
-  if (ok && local.empty()) {
-    if ((err = launchArm(localBuffer_, layout.totalBytes, stream)) != cudaSuccess ||
-        (err = cudaStreamSynchronize(stream)) != cudaSuccess)
-      local = cudaText("arming the symmetric buffer", err);
-  }
-  step = StepRecord{};
-  step.ok = ok && local.empty();
-  step.badWriters = badWriters;
-  setReason(step.reason, local);
-  if (!gatherRecords(allGather, step, steps)) {
-    steps[me].ok = 0;
-    setReason(steps[me].reason, "all-gather failed");
-  }
-  if (ok) {
-    for (size_t r = 0; r < slots; ++r) {
-      for (int q = 0; q < n; ++q) {
-        if (steps[r].badWriters & (1u << q))
-          SYMMEM_WARN("symmetric setup: P2P check failed for the pair rank %d -> rank %zu (devices %d -> %d); "
-                      "symmetric path off for this communicator",
-                      q, r, all[q].device, all[r].device);
-      }
-    }
-    ok = allOk(steps, &failure);
+  if (failure.empty() && config_.p2pCheck) local = checkPeerPatterns(stream, nonce, &badWriters);
+  if (failure.empty() && local.empty()) local = armBuffer(stream);
+  gatherRecords(allGather, stepRecord(failure.empty() && local.empty(), local, badWriters), steps, me);
+  if (failure.empty()) {
+    warnFailedPairs(steps, all, n);
+    failure = firstFailure(steps);
   }
 
   if (stream != nullptr) cudaStreamDestroy(stream);
-  if (!ok) {
-    if (why != nullptr) *why = failure.empty() ? "setup failed" : failure;
+  if (!failure.empty()) {
+    if (why != nullptr) *why = failure;
     release();
     return false;
   }
-  SYMMEM_INFO(kLogInit, "symmetric path ready: rank %d/%d, device %d, %zu bytes buffer, one-shot <= %zu B, two-shot <= %zu B",
+  SYMMEM_INFO(kLogInit,
+              "symmetric path ready: rank %d/%d, device %d, %zu bytes buffer, one-shot <= %zu B, two-shot <= %zu B",
               rank, n, config_.device, layout.totalBytes, config_.oneShotMaxBytes, config_.twoShotMaxBytes);
   return true;
 }

@@ -2,7 +2,7 @@
 // Attach: make the calls that already-loaded objects make to a set of dynamic symbols land on our
 // replacement functions, by rewriting the GOT slots those calls go through (JUMP_SLOT for calls
 // through the PLT, GLOB_DAT for taken addresses). This is how the plugin sees ncclAllReduce when
-// NCCL loaded it only as a tuner (DESIGN.md, "Attach"). The mechanism knows nothing about NCCL: the
+// NCCL loaded it only as a tuner (docs/attach.md, "GOT rebinding"). The mechanism knows nothing about NCCL: the
 // caller names the symbols, the replacements and the library that defines the real functions.
 //
 // What it cannot reach is reported, never guessed around: a copy of the symbol defined inside some

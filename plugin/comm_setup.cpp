@@ -109,7 +109,7 @@ struct SetupIntent {
 };
 static_assert(sizeof(SetupIntent) <= kRecordBytes);
 
-RankFacts factsFor(int device) {
+RankFacts factsFor(const Topology& topology, int device) {
   char busId[32] = {};
   cudaDeviceProp prop{};
   ComputeCapability cc;
@@ -120,7 +120,7 @@ RankFacts factsFor(int device) {
     cudaGetLastError();
     busId[0] = '\0';  // unknown GPU: every pair is unknown, and unknown means NCCL
   }
-  return rankFactsFor(processTopology(), busId, device, cc, thisHostHash());
+  return rankFactsFor(topology, busId, device, cc, thisHostHash());
 }
 
 // Restores the caller's current device, whatever setup did.
@@ -159,7 +159,7 @@ std::unique_ptr<CommState> setUpSymmetricComm(const RealNccl& nccl, const Proces
   cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
   cudaThreadExchangeStreamCaptureMode(&mode);
 
-  const int64_t timeoutMs = Settings::process().integer(SettingId::TimeoutMs);
+  const int64_t timeoutMs = process.timeoutMs;
   NcclRecordGather gather(nccl, comm, nRanks);
   auto finish = [&](std::string why) {
     state->why = std::move(why);
@@ -170,7 +170,8 @@ std::unique_ptr<CommState> setUpSymmetricComm(const RealNccl& nccl, const Proces
 
   // Exchange 1: topology facts. agreeOn() is pure over the gathered array: the same answer everywhere.
   std::vector<RankFacts> gathered(nRanks);
-  const RankFacts mine = factsFor(device);
+  static const Topology kUnknown;  // a context without a topology (tests): every pair unknown
+  const RankFacts mine = factsFor(process.topology ? *process.topology : kUnknown, device);
   if (!gather(&mine, gathered.data(), sizeof(RankFacts))) return finish("setup exchange failed");
   const CommunicatorTopology agreed = agreeOn(gathered);
   if (!agreed.symmetricOk) return finish(agreed.reason);
@@ -188,7 +189,7 @@ std::unique_ptr<CommState> setUpSymmetricComm(const RealNccl& nccl, const Proces
     intent.twoShotMax = std::max<uint64_t>(intent.twoShotMax, kForcedCapacity);
   }
   intent.force = static_cast<int32_t>(process.policy.force);
-  intent.p2pCheck = Settings::process().flag(SettingId::P2pCheck);
+  intent.p2pCheck = process.p2pCheck;
   intent.timeoutMs = timeoutMs;
 
   // Exchange 2: every rank's intent; all must match.

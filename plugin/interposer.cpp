@@ -147,7 +147,7 @@ ncclResult_t Interposer::allReduce(const void* sendbuff, void* recvbuff, size_t 
         SYMMEM_WARN("comm %p rank %d: a symmetric all-reduce timed out waiting for a peer (SYMMEM_TIMEOUT_MS=%lld); "
                     "the results of that call are invalid and this communicator's calls now fail",
                     static_cast<void*>(comm), state->rank,
-                    static_cast<long long>(Settings::process().integer(SettingId::TimeoutMs)));
+                    static_cast<long long>(process_.timeoutMs));
       });
       return ncclSystemError;
     case kernels::Status::CudaError:
@@ -197,13 +197,6 @@ ncclResult_t Interposer::groupEnd() {
   SYMMEM_TRACE(kLogColl, "group end (depth %d)", tGroupDepth);
   if (tGroupDepth > 0) --tGroupDepth;
   return nccl_.groupEnd();
-}
-
-Interposer& processInterposer() {
-  static Interposer interposer(realNccl(), processContext(), [](ncclComm_t comm, int rank, int nRanks, int device) {
-    return setUpSymmetricComm(realNccl(), processContext(), comm, rank, nRanks, device);
-  });
-  return interposer;
 }
 
 }  // namespace symmem

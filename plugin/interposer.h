@@ -82,9 +82,6 @@ class Interposer {
   std::unordered_map<ncclComm_t, std::shared_ptr<CommState>> comms_;
 };
 
-// The process's interposer over the real NCCL and the real (GPU) setup.
-Interposer& processInterposer();
-
 // The real setup: exchange facts with pncclAllGather, agree, build the symmetric buffers.
 std::unique_ptr<CommState> setUpSymmetricComm(const RealNccl& nccl, const ProcessContext& process, ncclComm_t comm,
                                               int rank, int nRanks, int device);

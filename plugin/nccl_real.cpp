@@ -23,7 +23,9 @@ void resolve(void* handle, const char* name, Fn& out) {
   out = reinterpret_cast<Fn>(sym);
 }
 
-RealNccl load() {
+}  // namespace
+
+RealNccl loadRealNccl() {
   RealNccl r;
   // The plugin depends on libnccl.so.2, so it is loaded by the time this runs; RTLD_NOLOAD finds the
   // copy the application uses (matched by soname) without loading a second one.
@@ -51,16 +53,7 @@ RealNccl load() {
   return r;
 }
 
-RealNccl& mutableRealNccl() {
-  static RealNccl real = load();
-  return real;
-}
-}  // namespace
-
-const RealNccl& realNccl() { return mutableRealNccl(); }
-
-void forwardThrough(void* function, void* original) {
-  RealNccl& real = mutableRealNccl();
+void forwardThrough(RealNccl& real, void* function, void* original) {
   // Plain pointer-sized stores, atomic on every target: a concurrent call reads the old or the new one.
   auto swap = [&](auto& field) {
     if (reinterpret_cast<void*>(field) == function)

@@ -12,7 +12,7 @@ struct RealNccl {
   ncclResult_t (*commDestroy)(ncclComm_t) = nullptr;
   ncclResult_t (*commFinalize)(ncclComm_t) = nullptr;
   ncclResult_t (*commAbort)(ncclComm_t) = nullptr;
-  ncclResult_t (*commRevoke)(ncclComm_t, int) = nullptr;  // NCCL 2.28+
+  ncclResult_t (*commRevoke)(ncclComm_t, int) = nullptr;  // NCCL 2.28.7+
   ncclResult_t (*groupStart)() = nullptr;
   ncclResult_t (*groupEnd)() = nullptr;
   ncclResult_t (*commCount)(const ncclComm_t, int*) = nullptr;
@@ -29,12 +29,13 @@ struct RealNccl {
   }
 };
 
-// Resolved once per process; `usable()` false when no NCCL is loaded.
-const RealNccl& realNccl();
+// Resolves the functions from the libnccl.so.2 already loaded in the process; `usable()` false when
+// none is. The plugin does this once (plugin/process.h).
+RealNccl loadRealNccl();
 
-// After libnccl's code at `function` is hooked, calls to it lead back to the plugin: every member
-// that held `function` then forwards through `original` (the hook's trampoline) instead. Passing the
-// function itself as `original` puts it back.
-void forwardThrough(void* function, void* original);
+// After libnccl's code at `function` is hooked, calls to it lead back to the plugin: every member of
+// `real` that held `function` then forwards through `original` (the hook's trampoline) instead.
+// Passing the function itself as `original` puts it back.
+void forwardThrough(RealNccl& real, void* function, void* original);
 
 }  // namespace symmem

@@ -1,12 +1,9 @@
 #include "plugin/node_discovery.h"
 
-#include "topology/discover.h"
-#include "topology/node_facts.h"
 
 namespace symmem {
 
-NodeSummary nodeFactsFromTopology(const std::string& /*topoFile: read by processTopology()*/) {
-  const NodeFacts& node = processNodeFacts();
+NodeSummary summarizeNodeFacts(const NodeFacts& node) {
   NodeSummary s;
   s.gpuCount = node.gpuCount;
   s.cc = node.minCapability;

@@ -1,7 +1,8 @@
 #include "plugin/process_context.h"
 
-#include "core/log.h"
 #include "plugin/node_discovery.h"
+#include "plugin/process.h"
+#include "topology/node_facts.h"
 
 namespace symmem {
 
@@ -18,8 +19,8 @@ Policy policyFrom(const Settings& settings) {
   return p;
 }
 
-NodeSummary discoverNodeFacts(const Settings& settings) {
-  NodeSummary facts = nodeFactsFromTopology(settings.text(SettingId::TopoFile));
+NodeSummary summarizeNode(const Topology& topology, const Settings& settings) {
+  NodeSummary facts = summarizeNodeFacts(nodeFactsOf(topology));
   if (const std::string& cc = settings.text(SettingId::Capability); !cc.empty()) {
     facts.cc = *parseCapability(cc);  // validated by the settings registry
     facts.mixedCapabilities = false;
@@ -28,16 +29,6 @@ NodeSummary discoverNodeFacts(const Settings& settings) {
   return facts;
 }
 
-const ProcessContext& processContext() {
-  static const ProcessContext context = [] {
-    ProcessContext c;
-    const Settings& settings = Settings::process();
-    c.policy = policyFrom(settings);
-    c.node = discoverNodeFacts(settings);
-    c.table = &processTable();
-    return c;
-  }();
-  return context;
-}
+const ProcessContext& processContext() { return Process::get().context(); }
 
 }  // namespace symmem

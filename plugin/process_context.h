@@ -1,11 +1,14 @@
 #pragma once
-// What a process works out once and every communicator then shares: the policy from settings,
-// the node's GPUs and links, and the decision table.
+// What a process works out once and every communicator then shares, as plain values passed down to
+// the tuner, the interposer and the setup: the policy from settings, the node's GPUs and links, the
+// decision table. Built by the one owner of process state (plugin/process.h); tests build their own.
+#include <cstdint>
 #include <string>
 
 #include "core/decision.h"
 #include "core/decision_table.h"
 #include "core/settings.h"
+#include "topology/model.h"
 
 namespace symmem {
 
@@ -24,14 +27,17 @@ struct ProcessContext {
   Policy policy;
   NodeSummary node;
   const DecisionTable* table = nullptr;
+  const Topology* topology = nullptr;  // the node, for the setup exchange's per-rank facts
+  int64_t timeoutMs = 600000;          // SYMMEM_TIMEOUT_MS
+  bool p2pCheck = true;                // SYMMEM_P2P_CHECK
 };
 
 Policy policyFrom(const Settings& settings);
 
-// Node facts from discovery (or SYMMEM_TOPO_FILE), with SYMMEM_CC applied on top.
-NodeSummary discoverNodeFacts(const Settings& settings);
+// The node-wide summary of `topology`, with SYMMEM_CC from `settings` applied on top.
+NodeSummary summarizeNode(const Topology& topology, const Settings& settings);
 
-// Once per process, thread-safe.
+// The process's context (plugin/process.h builds it once).
 const ProcessContext& processContext();
 
 }  // namespace symmem

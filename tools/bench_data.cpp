@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "tools/bench_timing.h"
+
 namespace symmem::bench {
 
 namespace {
@@ -28,6 +30,16 @@ uint32_t encodeElement(float value, ElementFormat format) {
   return toHalfBits(value, format.bf16);
 }
 
+ElementType elementTypeOf(const std::string& dtype) {
+  const bool bf16 = dtype == "bf16";
+  const bool fp32 = dtype == "fp32";
+  ElementType type;
+  type.format = ElementFormat{fp32 ? size_t{4} : size_t{2}, bf16};
+  type.nccl = fp32 ? ncclFloat32 : bf16 ? ncclBfloat16 : ncclFloat16;
+  type.ours = fp32 ? DataType::Float32 : bf16 ? DataType::Bfloat16 : DataType::Float16;
+  return type;
+}
+
 float inputValue(int rank, size_t i) { return static_cast<float>(static_cast<int>((i * 7 + rank * 3) % 17) - 8); }
 
 std::vector<char> makeInput(int rank, size_t count, ElementFormat format) {
@@ -50,6 +62,17 @@ long long countWrongSum(const std::vector<char>& result, size_t count, int nRank
     if (got != w && !(want == 0.0f && (got & 0x7fffffffu) == 0)) ++wrong;
   }
   return wrong;
+}
+
+long long countWrongAfterOneCall(int rank, int nRanks, RankBarrier& barrier, cudaStream_t stream, void* buffer,
+                                 size_t count, ElementFormat format, const std::function<bool()>& enqueueInPlace) {
+  std::vector<char> data = makeInput(rank, count, format);
+  CUDA_CHECK(cudaMemcpy(buffer, data.data(), data.size(), cudaMemcpyHostToDevice));
+  barrier.wait();
+  if (!enqueueInPlace()) return -1;
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  CUDA_CHECK(cudaMemcpy(data.data(), buffer, data.size(), cudaMemcpyDeviceToHost));
+  return countWrongSum(data, count, nRanks, format);
 }
 
 }  // namespace symmem::bench

@@ -1,8 +1,15 @@
 #include "tools/bench_timing.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 
 namespace symmem::bench {
+
+void endRankAfterFailure(int rank, const char* file, int line, const char* call, const char* why, int exitCode) {
+  std::fprintf(stderr, "[rank %d] %s:%d %s: %s\n", rank, file, line, call, why);
+  std::exit(exitCode);
+}
 
 CapturedBatch::CapturedBatch(int rank, cudaStream_t stream, int calls, const std::function<bool()>& enqueue)
     : rank_(rank), stream_(stream), calls_(calls) {
@@ -26,8 +33,11 @@ void CapturedBatch::replay() {
   CUDA_CHECK(cudaGraphLaunch(exec_, stream_));
 }
 
-BatchTimer::BatchTimer(int rank, RankBarrier& barrier, cudaStream_t stream)
-    : rank_(rank), barrier_(barrier), stream_(stream) {
+BatchTimer::BatchTimer(int rank, RankBarrier& barrier, cudaStream_t stream) : BatchTimer(rank, stream) {
+  barrier_ = &barrier;
+}
+
+BatchTimer::BatchTimer(int rank, cudaStream_t stream) : rank_(rank), barrier_(nullptr), stream_(stream) {
   CUDA_CHECK(cudaEventCreate(&start_));
   CUDA_CHECK(cudaEventCreate(&stop_));
 }
@@ -41,7 +51,7 @@ std::vector<double> BatchTimer::time(int reps, int callsPerBatch, const std::fun
   const int rank = rank_;
   std::vector<double> us;
   for (int rep = 0; rep < reps; ++rep) {
-    barrier_.wait();
+    if (barrier_ != nullptr) barrier_->wait();
     CUDA_CHECK(cudaEventRecord(start_, stream_));
     enqueueBatch();
     CUDA_CHECK(cudaEventRecord(stop_, stream_));

@@ -5,22 +5,26 @@
 // stream, and gives elapsed / calls. The median of the batches is the number reported.
 #include <cuda_runtime_api.h>
 
-#include <cstdio>
-#include <cstdlib>
 #include <functional>
 #include <vector>
 
 #include "tools/bench_ranks.h"
 
-// A CUDA failure in a measuring rank ends that rank (exit code 2) after naming the call; the parent
-// then reports the rank's exit code. Expects `rank` in scope.
-#define CUDA_CHECK(call)                                                                          \
-  do {                                                                                            \
-    const cudaError_t e_ = (call);                                                                \
-    if (e_ != cudaSuccess) {                                                                      \
-      std::fprintf(stderr, "[rank %d] %s:%d %s: %s\n", rank, __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      std::exit(2);                                                                               \
-    }                                                                                             \
+namespace symmem::bench {
+
+// Ends a measuring rank after one line naming the failed call ("[rank 1] file:line call: why"); the
+// parent then reports the rank's exit code.
+[[noreturn]] void endRankAfterFailure(int rank, const char* file, int line, const char* call, const char* why,
+                                      int exitCode);
+
+}  // namespace symmem::bench
+
+// A CUDA failure in a measuring rank ends that rank with exit code 2. Expects `rank` in scope.
+#define CUDA_CHECK(call)                                                                                   \
+  do {                                                                                                     \
+    const cudaError_t e_ = (call);                                                                         \
+    if (e_ != cudaSuccess)                                                                                 \
+      ::symmem::bench::endRankAfterFailure(rank, __FILE__, __LINE__, #call, cudaGetErrorString(e_), 2); \
   } while (0)
 
 namespace symmem::bench {
@@ -48,10 +52,12 @@ class CapturedBatch {
   cudaGraphExec_t exec_ = nullptr;
 };
 
-// Times batches of calls on one rank's stream, each batch started together with the other ranks.
+// Times batches of calls on one rank's stream, each batch started together with the other ranks
+// (after a barrier), or on this rank alone.
 class BatchTimer {
  public:
   BatchTimer(int rank, RankBarrier& barrier, cudaStream_t stream);
+  BatchTimer(int rank, cudaStream_t stream);  // no barrier: what runs on this rank only
   ~BatchTimer();
   BatchTimer(const BatchTimer&) = delete;
   BatchTimer& operator=(const BatchTimer&) = delete;
@@ -61,7 +67,7 @@ class BatchTimer {
 
  private:
   int rank_;
-  RankBarrier& barrier_;
+  RankBarrier* barrier_;  // null: batches start without waiting for the other ranks
   cudaStream_t stream_;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
 };

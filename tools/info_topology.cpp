@@ -9,6 +9,7 @@
 #include "topology/discover.h"
 #include "topology/topology_file.h"
 #include "symmem/default_topology.h"
+#include "plugin/process.h"
 
 namespace symmem {
 
@@ -67,7 +68,7 @@ MachineView describeMachine(const std::string& topoFile, const Settings& setting
     }
     return viewOf(loaded.value(), "topology from " + topoFile + ":\n");
   }
-  const Topology& here = processTopology();
+  const Topology& here = symmem::Process::get().topology();
   if (here.gpuCount() > 0) return viewOf(here, "this machine:\n");
 
   // No GPU here: the bundled default, an 8x RTX PRO 6000 Blackwell Server Edition box (capability

@@ -11,25 +11,26 @@
 #include <nccl.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "kernels/latency_probe.h"
 #include "kernels/symmetric_comm.h"
 #include "tools/bench_data.h"
+#include "tools/bench_gather.h"
 #include "tools/bench_ranks.h"
 #include "tools/bench_timing.h"
 
 namespace {
 
-using symmem::DataType;
 using symmem::ReduceOp;
 using symmem::kernels::Algorithm;
 using symmem::kernels::SymmetricComm;
@@ -103,266 +104,373 @@ bool parseArgs(int argc, char** argv, Options& o) {
          (o.dtype == "bf16" || o.dtype == "fp16" || o.dtype == "fp32");
 }
 
-#define NCCL_CHECK(call)                                                                          \
-  do {                                                                                            \
-    const ncclResult_t r_ = (call);                                                               \
-    if (r_ != ncclSuccess) {                                                                      \
-      std::fprintf(stderr, "[rank %d] %s:%d %s: %s\n", rank, __FILE__, __LINE__, #call, ncclGetErrorString(r_)); \
-      std::exit(3);                                                                               \
-    }                                                                                             \
+// An NCCL failure ends the rank with exit code 3 (a CUDA failure: 2, tools/bench_timing.h). Expects
+// `rank` in scope.
+#define NCCL_CHECK(call)                                                                                   \
+  do {                                                                                                     \
+    const ncclResult_t r_ = (call);                                                                        \
+    if (r_ != ncclSuccess) bench::endRankAfterFailure(rank, __FILE__, __LINE__, #call, ncclGetErrorString(r_), 3); \
   } while (0)
 
-struct Path {
-  const char* name;
-  int kind;  // 0 NCCL plain, 1 NCCL window, 2 one-shot, 3 two-shot
-};
-const Path kPaths[] = {{"nccl", 0}, {"nccl-win", 1}, {"one-shot", 2}, {"two-shot", 3}};
+// ---- What is measured --------------------------------------------------------------------------
 
-struct Result {
+// The all-reduce paths side by side, in the order of the table's columns.
+enum class PathKind : int {
+  Nccl,        // stock NCCL on a plain cudaMalloc buffer
+  NcclWindow,  // NCCL on a buffer registered as a symmetric window (NCCL_WIN_COLL_SYMMETRIC)
+  OneShot,     // this project's one-shot kernel, on the plain buffer
+  TwoShot,     // this project's two-shot kernel, on the plain buffer
+};
+constexpr int kPathKinds = 4;
+constexpr PathKind kAllPaths[kPathKinds] = {PathKind::Nccl, PathKind::NcclWindow, PathKind::OneShot, PathKind::TwoShot};
+// The CSV's `path` column and the table's column headings, indexed by PathKind.
+constexpr const char* kPathNames[kPathKinds] = {"nccl", "nccl-win", "one-shot", "two-shot"};
+
+const char* pathName(PathKind p) { return kPathNames[static_cast<int>(p)]; }
+bool isOurKernel(PathKind p) { return p == PathKind::OneShot || p == PathKind::TwoShot; }
+
+// One path at one size: median microseconds per call (NaN: not timed) and the check's wrong elements.
+struct PathResult {
   double eagerUs = NAN, graphUs = NAN;
   long long wrong = -1;
 };
+using SizeResults = std::array<std::optional<PathResult>, kPathKinds>;  // the paths that ran at one size
+using Results = std::map<size_t, SizeResults>;
 
-int runRank(int rank, int n, const Options& o, bench::RankRendezvous* shared) {
+// What bounds any all-reduce kernel on this machine (kernels/latency_probe.h).
+struct Floor {
+  double emptyKernelUs = 0;              // in a graph, plain launch
+  double emptyKernelProgrammaticUs = 0;  // in a graph, programmatic launch
+  double peerStoreOneWayUs = NAN;        // ranks 0 and 1; NaN when the handle exchange failed
+};
+
+// One rank's side of the run: its communicator and stream, the two buffers, our kernels.
+struct RankRun {
+  RankRun(int rank, int nRanks, const Options& options, bench::RankRendezvous* shared)
+      : rank(rank), nRanks(nRanks), o(options), type(bench::elementTypeOf(options.dtype)), barrier(shared, rank, nRanks) {}
+
+  int rank;
+  int nRanks;
+  const Options& o;
+  bench::ElementType type;
+  bench::RankBarrier barrier;
+  ncclComm_t comm = nullptr;
+  cudaStream_t stream = nullptr;
+  bench::NcclHostGather gather;  // the setup exchanges, over `comm`
+  void* plain = nullptr;         // cudaMalloc: stock NCCL and our kernels
+  void* windowBuf = nullptr;     // ncclMemAlloc, registered as `window`
+  ncclWindow_t window = nullptr;
+  SymmetricConfig cfg;
+  std::unique_ptr<SymmetricComm> ours;  // null when the symmetric path could not be set up
+  FILE* csv = nullptr;                  // rank 0, with --csv
+};
+
+// ---- Setup ----------------------------------------------------------------------------------
+
+// The rank's GPU, the communicator (rank 0 makes the id), the stream. False when no id came.
+bool joinCommunicator(RankRun& r, bench::RankRendezvous& shared) {
+  const int rank = r.rank;
   CUDA_CHECK(cudaSetDevice(rank));
   ncclUniqueId id;
-  if (!bench::exchangeUniqueId(*shared, rank, [&](ncclUniqueId* made) { NCCL_CHECK(ncclGetUniqueId(made)); }, &id))
-    return 4;
-  ncclComm_t comm;
-  NCCL_CHECK(ncclCommInitRank(&comm, n, id, rank));
-  bench::RankBarrier barrier(shared, rank, n);
-  cudaStream_t stream;
-  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  if (!bench::exchangeUniqueId(shared, rank, [&](ncclUniqueId* made) { NCCL_CHECK(ncclGetUniqueId(made)); }, &id))
+    return false;
+  NCCL_CHECK(ncclCommInitRank(&r.comm, r.nRanks, id, rank));
+  CUDA_CHECK(cudaStreamCreateWithFlags(&r.stream, cudaStreamNonBlocking));
+  r.gather = bench::NcclHostGather{&ncclAllGather, r.comm, r.nRanks, r.stream};
+  return true;
+}
 
-  const bool bf16 = o.dtype == "bf16";
-  const size_t elem = o.dtype == "fp32" ? 4 : 2;
-  const bench::ElementFormat format{elem, bf16};
-  const ncclDataType_t ncclType = o.dtype == "fp32" ? ncclFloat32 : bf16 ? ncclBfloat16 : ncclFloat16;
-  const DataType ourType = o.dtype == "fp32" ? DataType::Float32 : bf16 ? DataType::Bfloat16 : DataType::Float16;
-  const size_t bufBytes = std::max<size_t>(o.maxBytes, 4096);
-  void* plain = nullptr;
-  CUDA_CHECK(cudaMalloc(&plain, bufBytes));
-  void* windowBuf = nullptr;
-  ncclWindow_t window = nullptr;
+// A plain buffer and an NCCL symmetric window, each large enough for the largest size.
+void allocateBuffers(RankRun& r) {
+  const int rank = r.rank;
+  const size_t bufBytes = std::max<size_t>(r.o.maxBytes, 4096);
+  CUDA_CHECK(cudaMalloc(&r.plain, bufBytes));
   const size_t winBytes = (bufBytes + 4095) / 4096 * 4096;
-  NCCL_CHECK(ncclMemAlloc(&windowBuf, winBytes));
-  NCCL_CHECK(ncclCommWindowRegister(comm, windowBuf, winBytes, &window, NCCL_WIN_COLL_SYMMETRIC));
+  NCCL_CHECK(ncclMemAlloc(&r.windowBuf, winBytes));
+  NCCL_CHECK(ncclCommWindowRegister(r.comm, r.windowBuf, winBytes, &r.window, NCCL_WIN_COLL_SYMMETRIC));
+}
 
-  SymmetricConfig cfg;
-  cfg.rank = rank;
-  cfg.nRanks = n;
-  cfg.device = rank;
-  cfg.oneShotMaxBytes = std::min(o.oneShotMax, o.maxBytes);
-  cfg.twoShotMaxBytes = std::min(o.twoShotMax, o.maxBytes);
-  cfg.timeoutMs = o.timeoutMs;
-  cfg.maxBlocks = o.maxBlocks;
-  cfg.programmaticLaunch = o.pdl;
-  cfg.orderStreams = o.streamOrder;
+// Our kernels, sized for the sizes they are measured at (collective; rank 0 says why when they
+// cannot be set up, and the run goes on without them).
+void setUpOurKernels(RankRun& r) {
+  SymmetricConfig& cfg = r.cfg;
+  cfg.rank = r.rank;
+  cfg.nRanks = r.nRanks;
+  cfg.device = r.rank;
+  cfg.oneShotMaxBytes = std::min(r.o.oneShotMax, r.o.maxBytes);
+  cfg.twoShotMaxBytes = std::min(r.o.twoShotMax, r.o.maxBytes);
+  cfg.timeoutMs = r.o.timeoutMs;
+  cfg.maxBlocks = r.o.maxBlocks;
+  cfg.programmaticLaunch = r.o.pdl;
+  cfg.orderStreams = r.o.streamOrder;
   std::string why;
-  auto allGather = [&](const void* send, void* recv, size_t bytes) {
-    void *dSend = nullptr, *dRecv = nullptr;
-    bool ok = cudaMalloc(&dSend, bytes) == cudaSuccess && cudaMalloc(&dRecv, bytes * n) == cudaSuccess &&
-              cudaMemcpy(dSend, send, bytes, cudaMemcpyHostToDevice) == cudaSuccess &&
-              ncclAllGather(dSend, dRecv, bytes, ncclChar, comm, stream) == ncclSuccess &&
-              cudaStreamSynchronize(stream) == cudaSuccess &&
-              cudaMemcpy(recv, dRecv, bytes * n, cudaMemcpyDeviceToHost) == cudaSuccess;
-    cudaFree(dSend);
-    cudaFree(dRecv);
-    return ok;
-  };
-  auto ours = SymmetricComm::create(cfg, allGather, &why);
-  if (!ours && rank == 0) std::fprintf(stderr, "symmetric path unavailable: %s\n", why.c_str());
+  r.ours = SymmetricComm::create(cfg, r.gather, &why);
+  if (!r.ours && r.rank == 0) std::fprintf(stderr, "symmetric path unavailable: %s\n", why.c_str());
+}
 
-  FILE* csv = nullptr;
-  if (rank == 0 && !o.csv.empty()) {
-    csv = std::fopen(o.csv.c_str(), "w");
-    if (csv == nullptr) std::fprintf(stderr, "cannot write %s\n", o.csv.c_str());
-    else std::fprintf(csv, "bytes,dtype,ranks,path,mode,median_us,min_us,max_us,wrong\n");
-  }
+// The CSV with its header line, or null (no --csv, or the file cannot be written: said on stderr).
+FILE* openCsv(const Options& o) {
+  if (o.csv.empty()) return nullptr;
+  FILE* csv = std::fopen(o.csv.c_str(), "w");
+  if (csv == nullptr) std::fprintf(stderr, "cannot write %s\n", o.csv.c_str());
+  else std::fprintf(csv, "bytes,dtype,ranks,path,mode,median_us,min_us,max_us,wrong\n");
+  return csv;
+}
+
+// The first line of the output: machine, versions, method.
+void printRunHeader(const RankRun& r) {
   int ncclVersion = 0;
   ncclGetVersion(&ncclVersion);
+  cudaDeviceProp prop{};
+  cudaGetDeviceProperties(&prop, 0);
+  int rt = 0, drv = 0;
+  cudaRuntimeGetVersion(&rt);
+  cudaDriverGetVersion(&drv);
+  const Options& o = r.o;
+  std::printf("# symmem-bench: %d x %s, NCCL %d, CUDA runtime %d, driver %d, %s sum, in place, %d calls x %d reps, "
+              "max blocks %d, programmatic launch %s, cross-stream order %s\n",
+              r.nRanks, prop.name, ncclVersion, rt, drv, o.dtype.c_str(), o.iters, o.reps, o.maxBlocks,
+              o.pdl ? "on" : "off", o.streamOrder ? "on" : "off");
+}
+
+// ---- The floor ------------------------------------------------------------------------------
+
+// Launch cost of one empty kernel: `iters` of them captured in one graph, one warm-up replay, then
+// the median of `reps` timed replays. On this rank alone.
+double emptyKernelGraphUs(const RankRun& r, bool programmatic) {
+  const int rank = r.rank;
+  bench::CapturedBatch batch(rank, r.stream, r.o.iters, [&] {
+    CUDA_CHECK(symmem::kernels::launchEmptyKernel(programmatic, r.stream));
+    return true;
+  });
+  batch.replay();
+  bench::BatchTimer timer(rank, r.stream);
+  return bench::medianOfSorted(timer.time(r.o.reps, r.o.iters, [&] { batch.replay(); }));
+}
+
+// One-way latency of a 16-byte store until the peer sees it: ranks 0 and 1 ping-pong through CUDA
+// IPC mappings of each other's flag word. Every rank takes part in the handle exchange and in the
+// two barriers around the ping-pong.
+double peerStoreOneWayUs(RankRun& r) {
+  constexpr int kRoundTrips = 20000;
+  const int rank = r.rank;
+  uint32_t* flag = nullptr;
+  CUDA_CHECK(cudaMalloc(&flag, 4096));
+  CUDA_CHECK(cudaMemset(flag, 0, 4096));
+  cudaIpcMemHandle_t handle;
+  CUDA_CHECK(cudaIpcGetMemHandle(&handle, flag));
+  std::vector<cudaIpcMemHandle_t> handles(r.nRanks);
+  double oneWayUs = NAN;
+  if (r.gather(&handle, handles.data(), sizeof(handle)) && rank < 2) {
+    void* peer = nullptr;
+    CUDA_CHECK(cudaIpcOpenMemHandle(&peer, handles[1 - rank], cudaIpcMemLazyEnablePeerAccess));
+    bench::BatchTimer timer(rank, r.barrier, r.stream);  // its barrier is the first of the two
+    // One timed batch; each round trip is two one-way stores.
+    oneWayUs = timer.time(1, 2 * kRoundTrips, [&] {
+      CUDA_CHECK(symmem::kernels::launchPingPong(flag, static_cast<uint32_t*>(peer), kRoundTrips, rank == 0, r.stream));
+    })[0];
+    r.barrier.wait();
+    CUDA_CHECK(cudaIpcCloseMemHandle(peer));
+  } else {
+    r.barrier.wait();
+    r.barrier.wait();
+  }
+  cudaFree(flag);
+  return oneWayUs;
+}
+
+Floor measureFloor(RankRun& r) {
+  Floor floor;
+  floor.emptyKernelUs = emptyKernelGraphUs(r, false);
+  floor.emptyKernelProgrammaticUs = emptyKernelGraphUs(r, true);
+  floor.peerStoreOneWayUs = peerStoreOneWayUs(r);
+  return floor;
+}
+
+void reportFloor(const RankRun& r, const Floor& f) {
+  std::printf("# floor: empty kernel in a graph %.2f us (programmatic launch) / %.2f us (plain); one-way 16-byte "
+              "peer store latency %.2f us\n",
+              f.emptyKernelProgrammaticUs, f.emptyKernelUs, f.peerStoreOneWayUs);
+  if (r.csv == nullptr) return;
+  const char* dtype = r.o.dtype.c_str();
+  std::fprintf(r.csv, "0,%s,%d,empty-kernel,graph,%.3f,,,0\n", dtype, r.nRanks, f.emptyKernelUs);
+  std::fprintf(r.csv, "0,%s,%d,empty-kernel-programmatic,graph,%.3f,,,0\n", dtype, r.nRanks, f.emptyKernelProgrammaticUs);
+  std::fprintf(r.csv, "16,%s,%d,peer-store-one-way,kernel,%.3f,,,0\n", dtype, r.nRanks, f.peerStoreOneWayUs);
+}
+
+// ---- One path at one size -------------------------------------------------------------------
+
+// Our kernels run up to the sizes they were set up for, and only where they could be set up.
+bool pathRunsAt(const RankRun& r, PathKind p, size_t bytes) {
+  if (isOurKernel(p) && !r.ours) return false;
+  if (p == PathKind::OneShot && bytes > r.cfg.oneShotMaxBytes) return false;
+  if (p == PathKind::TwoShot && bytes > r.cfg.twoShotMaxBytes) return false;
+  return true;
+}
+
+void* bufferFor(const RankRun& r, PathKind p) { return p == PathKind::NcclWindow ? r.windowBuf : r.plain; }
+
+// Enqueues one in-place all-reduce (sum) of `count` elements on the path; false when it was refused.
+bool enqueueAllReduce(const RankRun& r, PathKind p, size_t count) {
+  void* buf = bufferFor(r, p);
+  if (!isOurKernel(p)) return ncclAllReduce(buf, buf, count, r.type.nccl, ncclSum, r.comm, r.stream) == ncclSuccess;
+  return r.ours->allReduce(buf, buf, count, r.type.ours, ReduceOp::Sum,
+                           p == PathKind::OneShot ? Algorithm::OneShot : Algorithm::TwoShot,
+                           r.stream) == symmem::kernels::Status::Ok;
+}
+
+// Eager: 20 warm-up calls, then `reps` batches of `iters` calls back to back.
+std::vector<double> timeEager(const RankRun& r, bench::BatchTimer& timer, const std::function<bool()>& call) {
+  for (int i = 0; i < 20; ++i) call();
+  return timer.time(r.o.reps, r.o.iters, [&] {
+    for (int i = 0; i < r.o.iters; ++i) call();
+  });
+}
+
+// Graph: `iters` calls captured in one graph, a warm-up replay, then `reps` timed replays. The graph
+// is gone on return, before any ncclCommDestroy (which can hang otherwise).
+std::vector<double> timeGraph(RankRun& r, bench::BatchTimer& timer, const std::function<bool()>& call) {
+  const int rank = r.rank;
+  bench::CapturedBatch batch(rank, r.stream, r.o.iters, call);
+  r.barrier.wait();
+  batch.replay();
+  CUDA_CHECK(cudaStreamSynchronize(r.stream));
+  return timer.time(r.o.reps, r.o.iters, [&] { batch.replay(); });
+}
+
+void writeCsvRow(const RankRun& r, size_t bytes, PathKind p, const char* mode, const std::vector<double>& us,
+                 long long wrong) {
+  if (r.csv == nullptr) return;
+  std::fprintf(r.csv, "%zu,%s,%d,%s,%s,%.3f,%.3f,%.3f,%lld\n", bytes, r.o.dtype.c_str(), r.nRanks, pathName(p), mode,
+               bench::medianOfSorted(us), us.front(), us.back(), wrong);
+}
+
+// Checks the path once (integer inputs, exact sums), then times it eager (unless --no-eager) and
+// under a graph. Returns the rank's exit code: 0, 5 (the path refused the call) or 6 (our kernels
+// report a device error).
+int measurePath(RankRun& r, bench::BatchTimer& timer, PathKind p, size_t bytes, PathResult* result) {
+  const int rank = r.rank;
+  const size_t count = bytes / r.type.format.bytes;
+  auto call = [&]() -> bool { return enqueueAllReduce(r, p, count); };
+  if (rank == 0) std::fprintf(stderr, "\r[symmem-bench] %10zu B %-9s", bytes, pathName(p));
+  result->wrong = bench::countWrongAfterOneCall(rank, r.nRanks, r.barrier, r.stream, bufferFor(r, p), count,
+                                                r.type.format, call);
+  if (result->wrong < 0) {
+    std::fprintf(stderr, "[rank %d] %s failed at %zu bytes\n", rank, pathName(p), bytes);
+    return 5;
+  }
+  if (r.o.eager) {
+    const std::vector<double> us = timeEager(r, timer, call);
+    result->eagerUs = bench::medianOfSorted(us);
+    writeCsvRow(r, bytes, p, "eager", us, result->wrong);
+  }
+  const std::vector<double> us = timeGraph(r, timer, call);
+  result->graphUs = bench::medianOfSorted(us);
+  writeCsvRow(r, bytes, p, "graph", us, result->wrong);
+  if (r.ours && r.ours->deviceStatus() != symmem::kernels::Status::Ok) {
+    std::fprintf(stderr, "[rank %d] symmetric path reports %s\n", rank, symmem::kernels::statusName(r.ours->deviceStatus()));
+    return 6;
+  }
+  return 0;
+}
+
+// Every size from -b to -e (x -f), every path that runs there. Returns the rank's exit code.
+int measureSizes(RankRun& r, Results* results) {
+  bench::BatchTimer timer(r.rank, r.barrier, r.stream);
+  for (size_t bytes = r.o.minBytes; bytes <= r.o.maxBytes; bytes *= r.o.factor) {
+    if (bytes / r.type.format.bytes == 0) continue;
+    for (PathKind p : kAllPaths) {
+      if (!pathRunsAt(r, p, bytes)) continue;
+      PathResult result;
+      if (const int code = measurePath(r, timer, p, bytes, &result); code != 0) return code;
+      (*results)[bytes][static_cast<int>(p)] = result;
+    }
+  }
+  return 0;
+}
+
+// ---- The table ------------------------------------------------------------------------------
+
+double medianUs(const SizeResults& row, PathKind p, bool graph) {
+  const std::optional<PathResult>& r = row[static_cast<int>(p)];
+  return !r ? NAN : graph ? r->graphUs : r->eagerUs;
+}
+
+// The four paths' cells of one mode, in column order; "-" where a path did not run.
+std::string cells(const SizeResults& row, bool graph) {
+  std::string text;
+  for (PathKind p : kAllPaths) {
+    const double v = medianUs(row, p, graph);
+    char b[32];
+    if (std::isnan(v)) std::snprintf(b, sizeof b, "%9s", "-");
+    else std::snprintf(b, sizeof b, "%9.2f", v);
+    text += b;
+  }
+  return text;
+}
+
+// Per size: the graph medians, the best of our kernels over NCCL and over NCCL's windows (graph),
+// the eager medians, and the wrong elements of every path.
+void printSummary(const Results& results) {
+  std::printf("\n%-10s | %s graph (us) %28s | best ours vs | %s eager (us) %28s | wrong\n", "bytes", "", "", "", "");
+  std::printf("%-10s |%9s %9s %9s %9s | %6s %6s |%9s %9s %9s %9s |\n", "", kPathNames[0], kPathNames[1], kPathNames[2],
+              kPathNames[3], "nccl", "win", kPathNames[0], kPathNames[1], kPathNames[2], kPathNames[3]);
+  for (const auto& [bytes, row] : results) {
+    double best = NAN;
+    for (PathKind p : {PathKind::OneShot, PathKind::TwoShot}) {
+      const double us = medianUs(row, p, true);
+      if (!std::isnan(us) && (std::isnan(best) || us < best)) best = us;
+    }
+    long long wrong = 0;
+    for (const std::optional<PathResult>& r : row)
+      if (r) wrong += r->wrong;
+    std::printf("%-10zu |%s | %6.2f %6.2f |%s | %lld\n", bytes, cells(row, true).c_str(),
+                best / medianUs(row, PathKind::Nccl, true), best / medianUs(row, PathKind::NcclWindow, true),
+                cells(row, false).c_str(), wrong);
+  }
+  std::fflush(stdout);
+}
+
+long long totalWrong(const Results& results) {
+  long long wrong = 0;
+  for (const auto& [bytes, row] : results)
+    for (const std::optional<PathResult>& r : row)
+      if (r) wrong += r->wrong;
+  return wrong;
+}
+
+// Collective: every rank arrives before anything is freed.
+void tearDown(RankRun& r) {
+  r.barrier.wait();
+  r.ours.reset();
+  ncclCommWindowDeregister(r.comm, r.window);
+  ncclMemFree(r.windowBuf);
+  cudaFree(r.plain);
+  ncclCommDestroy(r.comm);
+}
+
+// One forked rank; returns its exit code (7: a path gave wrong results).
+int runRank(int rank, int n, const Options& o, bench::RankRendezvous* shared) {
+  RankRun r(rank, n, o, shared);
+  if (!joinCommunicator(r, *shared)) return 4;
+  allocateBuffers(r);
+  setUpOurKernels(r);
   if (rank == 0) {
-    cudaDeviceProp prop{};
-    cudaGetDeviceProperties(&prop, 0);
-    int rt = 0, drv = 0;
-    cudaRuntimeGetVersion(&rt);
-    cudaDriverGetVersion(&drv);
-    std::printf("# symmem-bench: %d x %s, NCCL %d, CUDA runtime %d, driver %d, %s sum, in place, %d calls x %d reps, "
-                "max blocks %d, programmatic launch %s, cross-stream order %s\n",
-                n, prop.name, ncclVersion, rt, drv, o.dtype.c_str(), o.iters, o.reps, o.maxBlocks, o.pdl ? "on" : "off",
-                o.streamOrder ? "on" : "off");
+    r.csv = openCsv(o);
+    printRunHeader(r);
   }
-
-  // ---- floor: launch cost of an empty kernel in a graph, one-way peer store latency ----------------
-  {
-    cudaEvent_t start, stop;
-    CUDA_CHECK(cudaEventCreate(&start));
-    CUDA_CHECK(cudaEventCreate(&stop));
-    double emptyUs[2] = {0, 0};
-    for (int programmatic = 0; programmatic < 2; ++programmatic) {
-      cudaGraph_t graph;
-      cudaGraphExec_t exec;
-      CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-      for (int i = 0; i < o.iters; ++i) CUDA_CHECK(symmem::kernels::launchEmptyKernel(programmatic != 0, stream));
-      CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-      CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-      CUDA_CHECK(cudaGraphLaunch(exec, stream));
-      std::vector<double> us;
-      for (int rep = 0; rep < o.reps; ++rep) {
-        CUDA_CHECK(cudaEventRecord(start, stream));
-        CUDA_CHECK(cudaGraphLaunch(exec, stream));
-        CUDA_CHECK(cudaEventRecord(stop, stream));
-        CUDA_CHECK(cudaEventSynchronize(stop));
-        float ms = 0;
-        CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-        us.push_back(ms * 1000.0 / o.iters);
-      }
-      std::sort(us.begin(), us.end());
-      emptyUs[programmatic] = us[us.size() / 2];
-      CUDA_CHECK(cudaGraphExecDestroy(exec));
-      CUDA_CHECK(cudaGraphDestroy(graph));
-    }
-    // Ping-pong between ranks 0 and 1 through CUDA IPC mappings.
-    uint32_t* flag = nullptr;
-    CUDA_CHECK(cudaMalloc(&flag, 4096));
-    CUDA_CHECK(cudaMemset(flag, 0, 4096));
-    cudaIpcMemHandle_t handle;
-    CUDA_CHECK(cudaIpcGetMemHandle(&handle, flag));
-    std::vector<cudaIpcMemHandle_t> handles(n);
-    double oneWayUs = NAN;
-    if (allGather(&handle, handles.data(), sizeof(handle)) && rank < 2) {
-      void* peer = nullptr;
-      CUDA_CHECK(cudaIpcOpenMemHandle(&peer, handles[1 - rank], cudaIpcMemLazyEnablePeerAccess));
-      const int iterations = 20000;
-      barrier.wait();
-      CUDA_CHECK(cudaEventRecord(start, stream));
-      CUDA_CHECK(symmem::kernels::launchPingPong(flag, static_cast<uint32_t*>(peer), iterations, rank == 0, stream));
-      CUDA_CHECK(cudaEventRecord(stop, stream));
-      CUDA_CHECK(cudaEventSynchronize(stop));
-      float ms = 0;
-      CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-      oneWayUs = ms * 1000.0 / (2.0 * iterations);
-      barrier.wait();
-      CUDA_CHECK(cudaIpcCloseMemHandle(peer));
-    } else {
-      barrier.wait();
-      barrier.wait();
-    }
-    cudaFree(flag);
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
-    if (rank == 0) {
-      std::printf("# floor: empty kernel in a graph %.2f us (programmatic launch) / %.2f us (plain); one-way 16-byte "
-                  "peer store latency %.2f us\n",
-                  emptyUs[1], emptyUs[0], oneWayUs);
-      if (csv != nullptr) {
-        std::fprintf(csv, "0,%s,%d,empty-kernel,graph,%.3f,,,0\n", o.dtype.c_str(), n, emptyUs[0]);
-        std::fprintf(csv, "0,%s,%d,empty-kernel-programmatic,graph,%.3f,,,0\n", o.dtype.c_str(), n, emptyUs[1]);
-        std::fprintf(csv, "16,%s,%d,peer-store-one-way,kernel,%.3f,,,0\n", o.dtype.c_str(), n, oneWayUs);
-      }
-    }
-  }
-
-  std::map<size_t, std::map<int, Result>> results;
-  for (size_t bytes = o.minBytes; bytes <= o.maxBytes; bytes *= o.factor) {
-    const size_t count = bytes / elem;
-    if (count == 0) continue;
-    for (const Path& p : kPaths) {
-      if ((p.kind == 2 || p.kind == 3) && !ours) continue;
-      if (p.kind == 2 && bytes > cfg.oneShotMaxBytes) continue;
-      if (p.kind == 3 && bytes > cfg.twoShotMaxBytes) continue;
-      void* buf = p.kind == 1 ? windowBuf : plain;
-      auto call = [&]() -> bool {
-        if (p.kind <= 1) return ncclAllReduce(buf, buf, count, ncclType, ncclSum, comm, stream) == ncclSuccess;
-        return ours->allReduce(buf, buf, count, ourType, ReduceOp::Sum,
-                               p.kind == 2 ? Algorithm::OneShot : Algorithm::TwoShot, stream) ==
-               symmem::kernels::Status::Ok;
-      };
-      if (rank == 0) std::fprintf(stderr, "\r[symmem-bench] %10zu B %-9s", bytes, p.name);
-      Result r;
-      // Verify once: integer inputs, exact sums.
-      std::vector<char> raw = bench::makeInput(rank, count, format);
-      CUDA_CHECK(cudaMemcpy(buf, raw.data(), count * elem, cudaMemcpyHostToDevice));
-      barrier.wait();
-      if (!call()) {
-        std::fprintf(stderr, "[rank %d] %s failed at %zu bytes\n", rank, p.name, bytes);
-        return 5;
-      }
-      CUDA_CHECK(cudaStreamSynchronize(stream));
-      CUDA_CHECK(cudaMemcpy(raw.data(), buf, count * elem, cudaMemcpyDeviceToHost));
-      r.wrong = bench::countWrongSum(raw, count, n, format);
-
-      bench::BatchTimer timer(rank, barrier, stream);
-      auto timeReps = [&](const std::function<void()>& body) { return timer.time(o.reps, o.iters, body); };
-      auto record = [&](const char* mode, const std::vector<double>& us) {
-        if (csv != nullptr)
-          std::fprintf(csv, "%zu,%s,%d,%s,%s,%.3f,%.3f,%.3f,%lld\n", bytes, o.dtype.c_str(), n, p.name, mode,
-                       us[us.size() / 2], us.front(), us.back(), r.wrong);
-      };
-      if (o.eager) {
-        for (int i = 0; i < 20; ++i) call();
-        const auto us = timeReps([&] {
-          for (int i = 0; i < o.iters; ++i) call();
-        });
-        r.eagerUs = bench::medianOfSorted(us);
-        record("eager", us);
-      }
-      {
-        bench::CapturedBatch batch(rank, stream, o.iters, call);
-        barrier.wait();
-        batch.replay();  // warm-up replay
-        CUDA_CHECK(cudaStreamSynchronize(stream));
-        const auto us = timeReps([&] { batch.replay(); });
-        r.graphUs = bench::medianOfSorted(us);
-        record("graph", us);
-      }  // the graph goes here, before any ncclCommDestroy (it can hang otherwise)
-      results[bytes][p.kind] = r;
-      if (ours && ours->deviceStatus() != symmem::kernels::Status::Ok) {
-        std::fprintf(stderr, "[rank %d] symmetric path reports %s\n", rank,
-                     symmem::kernels::statusName(ours->deviceStatus()));
-        return 6;
-      }
-    }
-  }
+  const Floor floor = measureFloor(r);
+  if (rank == 0) reportFloor(r, floor);
+  Results results;
+  if (const int code = measureSizes(r, &results); code != 0) return code;
   if (rank == 0) {
-    std::fprintf(stderr, "\n");
-    auto cell = [](double v) {
-      char b[32];
-      if (std::isnan(v)) std::snprintf(b, sizeof b, "%9s", "-");
-      else std::snprintf(b, sizeof b, "%9.2f", v);
-      return std::string(b);
-    };
-    std::printf("\n%-10s | %s graph (us) %28s | best ours vs | %s eager (us) %28s | wrong\n", "bytes", "", "", "", "");
-    std::printf("%-10s |%9s %9s %9s %9s | %6s %6s |%9s %9s %9s %9s |\n", "", "nccl", "nccl-win", "one-shot",
-                "two-shot", "nccl", "win", "nccl", "nccl-win", "one-shot", "two-shot");
-    for (auto& [bytes, row] : results) {
-      auto get = [&](int k, bool graph) {
-        auto it = row.find(k);
-        return it == row.end() ? NAN : (graph ? it->second.graphUs : it->second.eagerUs);
-      };
-      double best = NAN;
-      for (int k : {2, 3})
-        if (!std::isnan(get(k, true)) && (std::isnan(best) || get(k, true) < best)) best = get(k, true);
-      long long wrong = 0;
-      for (auto& [k, r] : row) wrong += r.wrong;
-      std::printf("%-10zu |%s%s%s%s | %6.2f %6.2f |%s%s%s%s | %lld\n", bytes, cell(get(0, true)).c_str(),
-                  cell(get(1, true)).c_str(), cell(get(2, true)).c_str(), cell(get(3, true)).c_str(),
-                  best / get(0, true), best / get(1, true), cell(get(0, false)).c_str(), cell(get(1, false)).c_str(),
-                  cell(get(2, false)).c_str(), cell(get(3, false)).c_str(), wrong);
-    }
-    std::fflush(stdout);
+    std::fprintf(stderr, "\n");  // ends the progress line
+    printSummary(results);
   }
-  if (csv != nullptr) std::fclose(csv);
-  long long totalWrong = 0;
-  for (auto& [bytes, row] : results)
-    for (auto& [k, r] : row) totalWrong += r.wrong;
-  barrier.wait();
-  ours.reset();
-  ncclCommWindowDeregister(comm, window);
-  ncclMemFree(windowBuf);
-  cudaFree(plain);
-  ncclCommDestroy(comm);
-  return totalWrong == 0 ? 0 : 7;
+  if (r.csv != nullptr) std::fclose(r.csv);
+  const long long wrong = totalWrong(results);
+  tearDown(r);
+  return wrong == 0 ? 0 : 7;
 }
 
 }  // namespace

@@ -4,8 +4,6 @@
 //   symmem-info --cc 12.0 --link pcie-switch --ranks 4
 //   symmem-info --topo FILE             classified topology (nvidia-smi topo -m text, hwloc XML)
 //   symmem-info --env                   the settings table docs/settings.md carries
-#include <dlfcn.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -13,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "plugin/process.h"
 #include "core/collective.h"
 #include "core/decision.h"
 #include "core/decision_table.h"
@@ -21,6 +20,7 @@
 #include "core/table_file.h"
 #include "symmem/version.h"
 #include "tools/info_topology.h"
+#include "tools/nccl_library.h"
 #include "tools/plugin_load_check.h"
 
 namespace {
@@ -134,21 +134,17 @@ bool parseArgs(int argc, char** argv, Options& o) {
   return true;
 }
 
-std::string versionText(int code) {
-  // NCCL_VERSION(X,Y,Z) = X*10000 + Y*100 + Z since 2.9.
-  return std::to_string(code / 10000) + "." + std::to_string(code / 100 % 100) + "." + std::to_string(code % 100);
-}
-
 std::string loadedNcclVersion() {
   const char* candidates[] = {"libnccl.so.2", SYMMEM_BUILT_NCCL_LIBRARY};
   for (const char* name : candidates) {
-    void* handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-    if (!handle) continue;
-    using GetVersion = int (*)(int*);
-    auto fn = reinterpret_cast<GetVersion>(dlsym(handle, "ncclGetVersion"));
+    NcclLibrary nccl = loadNcclLibrary(name);
+    if (nccl.handle == nullptr) continue;
     int code = 0;
-    std::string result = fn && fn(&code) == 0 ? versionText(code) + " (" + name + ")" : "unknown";
-    dlclose(handle);
+    std::string result = nccl.getVersion && nccl.getVersion(&code) == ncclSuccess
+                             ? ncclVersionText(code) + " (" + name + ")"
+                             : "unknown";
+    // Only the version is wanted here: the library is closed again.
+    unloadNcclLibrary(nccl);
     return result;
   }
   return "not loadable here (libnccl.so.2 not on the library path)";
@@ -209,11 +205,11 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (opt.dumpTable) {
-    fputs(formatTable(processTable().entries(), processTable().meta).c_str(), stdout);
+    fputs(formatTable(Process::get().table().entries(), Process::get().table().meta).c_str(), stdout);
     return 0;
   }
 
-  const Settings& settings = Settings::process();
+  const Settings& settings = Process::get().settings();
   printf("nccl-symmem %s\n", SYMMEM_VERSION_STRING);
   printf("NCCL built against: %s\n", SYMMEM_BUILT_NCCL_VERSION);
   printf("NCCL loaded:        %s\n", loadedNcclVersion().c_str());
@@ -236,6 +232,6 @@ int main(int argc, char** argv) {
   facts.link = opt.link.value_or(machine.link);
   facts.allPairsP2p = opt.p2p && (opt.link ? true : machine.allPairsP2p);
   printf("\n");
-  printDecisions(processTable(), facts, policyFrom(settings), opt.dtype, opt.op);
+  printDecisions(Process::get().table(), facts, policyFrom(settings), opt.dtype, opt.op);
   return load.ok ? 0 : 1;
 }

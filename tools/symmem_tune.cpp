@@ -16,11 +16,12 @@
 #include <string>
 #include <vector>
 
+#include "plugin/process.h"
 #include "core/table_file.h"
 #include "tools/bench_ranks.h"
+#include "tools/nccl_library.h"
 #include "tools/tune_crossover.h"
 #include "tools/tune_measure.h"
-#include "tools/tune_nccl_library.h"
 #include "tools/tune_options.h"
 #include "tools/tune_plan.h"
 #include "tools/tune_report.h"
@@ -87,7 +88,7 @@ int main(int argc, char** argv) {
   }
 
   // Everything that can stop the run is checked here, before any fork and without CUDA.
-  const Topology& topology = processTopology();
+  const Topology& topology = symmem::Process::get().topology();
   const TunePlan plan = planTuning(topology, o);
   if (!plan.ok()) {
     std::fprintf(stderr, "%s\n", plan.error.c_str());
@@ -95,7 +96,9 @@ int main(int argc, char** argv) {
   }
   const NcclLibrary nccl = loadNcclLibrary(o.ncclLibrary);
   if (!nccl.ok()) {
-    std::fprintf(stderr, "symmem-tune: %s\n", nccl.error.c_str());
+    const char* hint =
+        nccl.handle == nullptr ? ". Install NCCL 2.x, put its lib directory on LD_LIBRARY_PATH, or pass --nccl-lib PATH" : "";
+    std::fprintf(stderr, "symmem-tune: %s%s\n", nccl.error.c_str(), hint);
     return 1;
   }
   int ncclVersion = 0;
@@ -176,7 +179,7 @@ int main(int argc, char** argv) {
         if (report->wrong[s][path] != 0) {
           *us[path] = NAN;  // a path with wrong results is never chosen
           wrongResults = true;
-          failures.push_back(key + ": " + kTunePathNames[path] + " gave wrong results at " + formatBytes(plan.sizes[s]));
+          failures.push_back(key + ": " + tunePathName(path) + " gave wrong results at " + formatBytes(plan.sizes[s]));
         }
       medians.push_back(m);
     }

@@ -13,6 +13,7 @@
 
 #include "kernels/symmetric_comm.h"
 #include "tools/bench_data.h"
+#include "tools/bench_gather.h"
 #include "tools/bench_timing.h"
 #include "tools/tune_report.h"
 
@@ -87,10 +88,8 @@ int measureTuneRank(const TuneRankJob& job, int rank) {
   cudaStream_t stream;
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
 
-  const bool bf16 = o.dtype == "bf16";
-  const bench::ElementFormat format{tuneElementBytes(o), bf16};
-  const ncclDataType_t ncclType = o.dtype == "fp32" ? ncclFloat32 : bf16 ? ncclBfloat16 : ncclFloat16;
-  const DataType ourType = o.dtype == "fp32" ? DataType::Float32 : bf16 ? DataType::Bfloat16 : DataType::Float16;
+  const bench::ElementType type = bench::elementTypeOf(o.dtype);
+  const bench::ElementFormat format = type.format;
   const uint64_t largest = job.sizes->back();
   void* buffer = nullptr;
   CUDA_CHECK(cudaMalloc(&buffer, std::max<uint64_t>(largest, 4096)));
@@ -102,17 +101,7 @@ int measureTuneRank(const TuneRankJob& job, int rank) {
   cfg.device = device;
   cfg.oneShotMaxBytes = largest;
   cfg.twoShotMaxBytes = largest;
-  auto allGather = [&](const void* send, void* recv, size_t bytes) {
-    void *dSend = nullptr, *dRecv = nullptr;
-    bool ok = cudaMalloc(&dSend, bytes) == cudaSuccess && cudaMalloc(&dRecv, bytes * n) == cudaSuccess &&
-              cudaMemcpy(dSend, send, bytes, cudaMemcpyHostToDevice) == cudaSuccess &&
-              nccl.allGather(dSend, dRecv, bytes, ncclChar, comm, stream) == ncclSuccess &&
-              cudaStreamSynchronize(stream) == cudaSuccess &&
-              cudaMemcpy(recv, dRecv, bytes * n, cudaMemcpyDeviceToHost) == cudaSuccess;
-    cudaFree(dSend);
-    cudaFree(dRecv);
-    return ok;
-  };
+  const bench::NcclHostGather allGather{nccl.allGather, comm, n, stream};
   std::string whyNot;
   std::unique_ptr<SymmetricComm> ours = SymmetricComm::create(cfg, allGather, &whyNot);
   if (!ours) return reportProblem(report, rank, 5, "the symmetric path could not be set up: " + whyNot);
@@ -121,25 +110,25 @@ int measureTuneRank(const TuneRankJob& job, int rank) {
   for (size_t s = 0; s < job.sizes->size(); ++s) {
     const uint64_t bytes = (*job.sizes)[s];
     const size_t count = bytes / format.bytes;
+    // One in-place all-reduce of `buffer` on the path in report column `path`.
     auto call = [&](int path) -> bool {
-      if (path == 0) return nccl.allReduce(buffer, buffer, count, ncclType, ncclSum, comm, stream) == ncclSuccess;
-      return ours->allReduce(buffer, buffer, count, ourType, ReduceOp::Sum,
-                             path == 1 ? Algorithm::OneShot : Algorithm::TwoShot, stream) == kernels::Status::Ok;
+      const TunedChoice choice = kTunePathOrder[path];
+      if (choice == TunedChoice::Nccl)
+        return nccl.allReduce(buffer, buffer, count, type.nccl, ncclSum, comm, stream) == ncclSuccess;
+      return ours->allReduce(buffer, buffer, count, type.ours, ReduceOp::Sum,
+                             choice == TunedChoice::OneShot ? Algorithm::OneShot : Algorithm::TwoShot,
+                             stream) == kernels::Status::Ok;
     };
 
     // Check each path once (exact integer sums); a path that computes wrong results is never chosen.
     for (int path = 0; path < kTunePaths; ++path) {
-      std::vector<char> data = bench::makeInput(rank, count, format);
-      CUDA_CHECK(cudaMemcpy(buffer, data.data(), data.size(), cudaMemcpyHostToDevice));
-      barrier.wait();
-      if (!call(path))
-        return reportProblem(report, rank, 6, std::string(kTunePathNames[path]) + " refused " + std::to_string(bytes) + " bytes");
-      CUDA_CHECK(cudaStreamSynchronize(stream));
-      CUDA_CHECK(cudaMemcpy(data.data(), buffer, data.size(), cudaMemcpyDeviceToHost));
-      const long long wrong = bench::countWrongSum(data, count, n, format);
+      const long long wrong =
+          bench::countWrongAfterOneCall(rank, n, barrier, stream, buffer, count, format, [&] { return call(path); });
+      if (wrong < 0)
+        return reportProblem(report, rank, 6, std::string(tunePathName(path)) + " refused " + std::to_string(bytes) + " bytes");
       if (wrong != 0) report->wrong[s][path] = wrong;  // any rank: the parent only needs "not zero"
       if (wrong != 0)
-        std::fprintf(stderr, "[rank %d] %s gave %lld wrong elements at %llu bytes\n", rank, kTunePathNames[path], wrong,
+        std::fprintf(stderr, "[rank %d] %s gave %lld wrong elements at %llu bytes\n", rank, tunePathName(path), wrong,
                      static_cast<unsigned long long>(bytes));
     }
 
@@ -148,7 +137,7 @@ int measureTuneRank(const TuneRankJob& job, int rank) {
     for (int path = 0; path < kTunePaths; ++path) {
       batches[path] = std::make_unique<bench::CapturedBatch>(rank, stream, calls, [&] { return call(path); });
       if (!batches[path]->allCallsAccepted())
-        return reportProblem(report, rank, 6, std::string(kTunePathNames[path]) + " refused a call under graph capture");
+        return reportProblem(report, rank, 6, std::string(tunePathName(path)) + " refused a call under graph capture");
     }
     barrier.wait();
     for (auto& batch : batches) batch->replay();  // warm-up
@@ -158,7 +147,7 @@ int measureTuneRank(const TuneRankJob& job, int rank) {
     std::vector<double> samples[kTunePaths];
     for (int round = 0; round < o.rounds; ++round)
       for (int path = 0; path < kTunePaths; ++path) {
-        if (rank == 0) showProgress(job, step, kTunePathNames[path], bytes, round);
+        if (rank == 0) showProgress(job, step, tunePathName(path), bytes, round);
         ++step;
         const std::vector<double> us = timer.time(o.batchesPerRound, calls, [&] { batches[path]->replay(); });
         samples[path].insert(samples[path].end(), us.begin(), us.end());

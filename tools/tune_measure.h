@@ -9,15 +9,20 @@
 #include <vector>
 
 #include "tools/bench_ranks.h"
-#include "tools/tune_nccl_library.h"
+#include "tools/nccl_library.h"
+#include "tools/tune_crossover.h"
 #include "tools/tune_options.h"
 #include "tools/tune_plan.h"
 
 namespace symmem {
 
 inline constexpr int kTuneMaxSizes = 64;
-inline constexpr int kTunePaths = 3;  // 0 nccl, 1 one-shot, 2 two-shot
-inline constexpr const char* kTunePathNames[kTunePaths] = {"nccl", "one-shot", "two-shot"};
+
+// The paths timed, in the order of the report's columns: the three a table entry chooses between.
+inline constexpr int kTunePaths = 3;
+inline constexpr TunedChoice kTunePathOrder[kTunePaths] = {TunedChoice::Nccl, TunedChoice::OneShot,
+                                                           TunedChoice::TwoShot};
+inline const char* tunePathName(int column) { return tunedChoiceName(kTunePathOrder[column]); }
 
 // Lives in an anonymous shared mapping; the parent reads it after the ranks have exited.
 struct TuneRankReport {

@@ -34,7 +34,7 @@ struct TunePlan {
   int steps(int rounds) const { return static_cast<int>(worlds.size() * sizes.size()) * 3 * rounds; }
 };
 
-// `topology` is the node as processTopology() sees it. Checks, in order: GPUs present, --gpus valid,
+// `topology` is the node as the plugin sees it (plugin/process.h). Checks, in order: GPUs present, --gpus valid,
 // at least two GPUs, one capability, P2P between every chosen pair, world sizes, link classes known.
 TunePlan planTuning(const Topology& topology, const TuneOptions& options);
 

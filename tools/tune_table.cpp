@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "core/table_file.h"
+#include "tools/nccl_library.h"
 
 namespace symmem {
 
@@ -24,15 +25,6 @@ std::vector<Thresholds> tunedEntries(ComputeCapability cc, const std::vector<Tun
 
 std::string cudaVersionText(int version) {
   return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
-}
-
-std::string ncclVersionText(int version) {
-  // NCCL_VERSION_CODE: major*10000 + minor*100 + patch from 2.9 on, major*1000 + minor*100 + patch before.
-  if (version >= 10000)
-    return std::to_string(version / 10000) + "." + std::to_string((version % 10000) / 100) + "." +
-           std::to_string(version % 100);
-  return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 100) + "." +
-         std::to_string(version % 100);
 }
 
 std::string nvidiaDriverVersion(std::string_view procText) {

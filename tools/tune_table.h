@@ -43,9 +43,8 @@ std::vector<std::string> provenanceMeta(const TuneProvenance& provenance, const 
 std::string tunedTableText(const std::vector<Thresholds>& entries, const std::vector<std::string>& meta,
                            std::string_view fileName, std::string* error);
 
-// "13.0" from 13000, "12.8" from 12080; "2.28.9" from NCCL's 22809 (and 2.x codes below 2.9: 2804).
+// "13.0" from 13000, "12.8" from 12080 (NCCL's version text is ncclVersionText, tools/nccl_library.h).
 std::string cudaVersionText(int version);
-std::string ncclVersionText(int version);
 
 // The kernel module version from the text of /proc/driver/nvidia/version; "" when not found.
 std::string nvidiaDriverVersion(std::string_view procText);

@@ -5,7 +5,6 @@
 #include <string>
 
 #include "core/log.h"
-#include "core/settings.h"
 #include "topology/classify.h"
 #include "topology/pci_bus_id.h"
 #include "topology/topology_file.h"
@@ -155,22 +154,19 @@ Topology topologyForProcess(std::string_view setting, const std::function<Topolo
   return topo;
 }
 
-const Topology& processTopology() {
-  static const Topology topology = [] {
-    try {
-      return topologyForProcess(Settings::process().text(SettingId::TopoFile), [] {
-        auto nvml = openNvmlLibrary();
-        auto placement = openHwlocPlacement();
-        return discoverTopology(*nvml, *placement);
-      });
-    } catch (const std::exception& e) {
-      // Out of memory or a bug: never take the application down over topology.
-      Topology unknown;
-      unknown.addNote(std::string("topology unknown: discovery failed: ") + e.what());
-      return unknown;
-    }
-  }();
-  return topology;
+Topology discoverThisNode(std::string_view topoFileSetting) {
+  try {
+    return topologyForProcess(topoFileSetting, [] {
+      auto nvml = openNvmlLibrary();
+      auto placement = openHwlocPlacement();
+      return discoverTopology(*nvml, *placement);
+    });
+  } catch (const std::exception& e) {
+    // Out of memory or a bug: never take the application down over topology.
+    Topology unknown;
+    unknown.addNote(std::string("topology unknown: discovery failed: ") + e.what());
+    return unknown;
+  }
 }
 
 }  // namespace symmem

@@ -1,5 +1,6 @@
 #pragma once
-// The topology of the node this process runs on, learned once per process.
+// The topology of the node this process runs on (the plugin learns it once per process, in
+// plugin/process.h).
 //
 // Order of sources: SYMMEM_TOPO_FILE when set (like NCCL_TOPO_FILE: for machines whose driver
 // reports something unhelpful, and for planning), otherwise NVML for GPUs, paths, NVLinks and P2P,
@@ -14,10 +15,11 @@
 
 namespace symmem {
 
-// The process's topology, computed on first call (thread-safe) and kept for the life of the process.
-const Topology& processTopology();
+// This node's topology: SYMMEM_TOPO_FILE's value `topoFileSetting` when set, else NVML + hwloc.
+// Never throws.
+Topology discoverThisNode(std::string_view topoFileSetting);
 
-// ---- The pieces processTopology() is made of, for tests and tools ----
+// ---- The pieces discoverThisNode() is made of, for tests and tools ----
 
 // Builds the model from NVML answers plus placement answers. Pure apart from the sources' calls.
 Topology discoverTopology(NvmlSource& nvml, PlacementSource& placement);

@@ -28,9 +28,4 @@ NodeFacts nodeFactsOf(const Topology& topo) {
   return f;
 }
 
-const NodeFacts& processNodeFacts() {
-  static const NodeFacts facts = nodeFactsOf(processTopology());
-  return facts;
-}
-
 }  // namespace symmem

@@ -24,7 +24,4 @@ struct NodeFacts {
 
 NodeFacts nodeFactsOf(const Topology& topo);
 
-// nodeFactsOf(processTopology()), computed once per process.
-const NodeFacts& processNodeFacts();
-
 }  // namespace symmem

@@ -14,27 +14,28 @@
 #include "plugin/interposer.h"
 #include "core/log.h"
 #include "plugin/nccl_real.h"
+#include "plugin/process.h"
 #include "plugin/self_pin.h"
 #include "core/settings.h"
 #include "plugin/tuner.h"
 
 #define SYMMEM_EXPORT extern "C" __attribute__((visibility("default")))
 
-using symmem::processInterposer;
+using symmem::Process;
 
 SYMMEM_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                          ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  return processInterposer().allReduce(sendbuff, recvbuff, count, datatype, op, comm, stream);
+  return Process::get().interposer().allReduce(sendbuff, recvbuff, count, datatype, op, comm, stream);
 }
 
-SYMMEM_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) { return processInterposer().commDestroy(comm); }
-SYMMEM_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) { return processInterposer().commFinalize(comm); }
-SYMMEM_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) { return processInterposer().commAbort(comm); }
+SYMMEM_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) { return Process::get().interposer().commDestroy(comm); }
+SYMMEM_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) { return Process::get().interposer().commFinalize(comm); }
+SYMMEM_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) { return Process::get().interposer().commAbort(comm); }
 SYMMEM_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int flags) {
-  return processInterposer().commRevoke(comm, flags);
+  return Process::get().interposer().commRevoke(comm, flags);
 }
-SYMMEM_EXPORT ncclResult_t ncclGroupStart() { return processInterposer().groupStart(); }
-SYMMEM_EXPORT ncclResult_t ncclGroupEnd() { return processInterposer().groupEnd(); }
+SYMMEM_EXPORT ncclResult_t ncclGroupStart() { return Process::get().interposer().groupStart(); }
+SYMMEM_EXPORT ncclResult_t ncclGroupEnd() { return Process::get().interposer().groupEnd(); }
 
 namespace {
 
@@ -60,7 +61,7 @@ std::vector<EntryPoint> entryPoints(const symmem::RealNccl& real) {
       {"ncclGroupStart", fn(&ncclGroupStart), fn(real.groupStart)},
       {"ncclGroupEnd", fn(&ncclGroupEnd), fn(real.groupEnd)},
   };
-  // Entry points this NCCL may not have (Finalize 2.18+, Revoke 2.28+).
+  // Entry points this NCCL may not have (Finalize 2.14+, Revoke 2.28.7+).
   if (real.commFinalize) points.push_back({"ncclCommFinalize", fn(&ncclCommFinalize), fn(real.commFinalize)});
   if (real.commRevoke) points.push_back({"ncclCommRevoke", fn(&ncclCommRevoke), fn(real.commRevoke)});
   return points;
@@ -72,7 +73,10 @@ bool hookEntryPoints(const std::vector<EntryPoint>& points, const symmem::Settin
   for (const EntryPoint& p : points) hooks.push_back({p.name, p.real, p.ours});
   symmem::CodeHookOptions options;
   options.disassembler = settings.text(symmem::SettingId::Disassembler);
-  options.beforeWrite = &symmem::forwardThrough;  // the interposer forwards through the trampolines
+  // The interposer forwards through the trampolines.
+  options.beforeWrite = [](void* function, void* original) {
+    symmem::forwardThrough(Process::get().nccl(), function, original);
+  };
   const symmem::CodeHookReport report = symmem::installCodeHooks(hooks, options);
   if (!report.installed) {
     SYMMEM_INFO(symmem::kLogInit, "code hooks not used: %s; falling back to GOT attach", report.refusal.c_str());
@@ -124,7 +128,7 @@ void attachOnce() {
   static bool attached = false;
   static bool hooked = false;
   std::lock_guard<std::mutex> lock(mutex);
-  const symmem::Settings& settings = symmem::Settings::process();
+  const symmem::Settings& settings = Process::get().settings();
   if (!settings.flag(symmem::SettingId::Enable) || !settings.flag(symmem::SettingId::Symmetric)) return;
   if (!settings.flag(symmem::SettingId::Attach)) {
     if (!attached) SYMMEM_INFO(symmem::kLogInit, "attach off (SYMMEM_ATTACH=0): only a preloaded plugin interposes");
@@ -138,7 +142,7 @@ void attachOnce() {
     return;
   }
   attached = true;
-  const symmem::RealNccl& real = symmem::realNccl();
+  const symmem::RealNccl& real = Process::get().nccl();
   if (!real.usable()) {
     SYMMEM_WARN("attach skipped: the NCCL functions to forward to could not be found");
     return;

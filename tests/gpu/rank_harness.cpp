@@ -15,6 +15,7 @@
 
 #include "core/settings.h"
 #include "tools/bench_ranks.h"
+#include "plugin/process.h"
 
 namespace symmem::testing {
 
@@ -168,7 +169,7 @@ bool ShmAllGather::barrier(int rank) {
   return allGather(rank, &none, all.data(), 1);
 }
 
-int64_t timeoutSettingMs() { return Settings::process().integer(SettingId::TimeoutMs); }
+int64_t timeoutSettingMs() { return Process::get().settings().integer(SettingId::TimeoutMs); }
 
 void RankFailures::fail(const char* fmt, ...) {
   ++count;

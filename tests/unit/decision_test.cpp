@@ -59,8 +59,8 @@ TEST(DecisionTable, BuiltInLimitsAreConsistent) {
   }
 }
 
-// The anchors the 12.0 PCIe seeds come from (docs/ANCHORS): one-shot won at 32 KiB and lost at 64 KiB
-// with 8 ranks across sockets; nothing in those reports supports two-shot across sockets.
+// The 12.0 PCIe seeds (docs/sources.md): on 8 RTX PRO 6000 one-shot won up to 32 KiB and lost from
+// 64 KiB; nothing published supports two-shot across sockets.
 TEST(DecisionTable, RtxPro6000Seeds) {
   const DecisionTable& t = DecisionTable::builtIn();
   const Thresholds* sys8 = t.thresholdsFor({12, 0}, LinkClass::PcieCrossSocket, 8).entry;

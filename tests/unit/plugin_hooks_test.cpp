@@ -350,7 +350,7 @@ TEST_F(PluginHooks, RealLibncclEntryPointsAreHooked) {
     Tuner t;
     CHILD_CHECK(t.load(), "the plugin did not load");
     if (!gProblems.empty()) return;
-    // 7 entry points from NCCL 2.28.4 on, 6 before (no ncclCommRevoke).
+    // 7 entry points where NCCL has ncclCommRevoke (2.28.9 has it, 2.28.3 does not), 6 otherwise.
     CHILD_CHECK(logCount("libnccl entry points (") == 1, "the real NCCL's entry points were not hooked");
     for (int round = 0; round < 2; ++round) {
       const std::string when = round ? "after NCCL unloaded the tuner" : "hooked";

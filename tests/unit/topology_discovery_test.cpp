@@ -9,6 +9,7 @@
 #include "topology/classify.h"
 #include "topology/discover.h"
 #include "topology/node_facts.h"
+#include "plugin/process.h"
 
 namespace symmem {
 namespace {
@@ -223,8 +224,9 @@ TEST(TopologyDiscovery, RealLibraryOnThisMachineNeverThrows) {
     EXPECT_EQ(t.gpuCount(), 0);
     EXPECT_TRUE(hasNoteStartingWith(t, "no GPUs discovered"));
   }
-  EXPECT_EQ(processNodeFacts().gpuCount, processTopology().gpuCount());
-  EXPECT_EQ(&processTopology(), &processTopology());  // once per process
+  const Topology& process = Process::get().topology();
+  EXPECT_EQ(nodeFactsOf(process).gpuCount, process.gpuCount());
+  EXPECT_EQ(&Process::get().topology(), &process);  // once per process
 }
 
 TEST(TopologyDiscovery, NvmlVocabulary) {

@@ -13,6 +13,7 @@
 #include "core/decision_table.h"
 #include "core/table_file.h"
 #include "tests/unit/temp_file.h"
+#include "tools/nccl_library.h"
 #include "tools/tune_options.h"
 #include "tools/tune_plan.h"
 #include "tools/tune_report.h"
@@ -374,6 +375,38 @@ TEST(TuneTool, OneGpuNoP2pAndMissingNcclAreClearErrors) {
                                  "SYMMEM_TOPO_FILE=" + fixture("rtx-5090-x2-wrx80-phb.topo.txt"));
   EXPECT_EQ(noNccl.exitCode, 1) << noNccl.out;
   EXPECT_TRUE(has(noNccl, "symmem-tune: cannot load NCCL (/nonexistent/libnccl.so.2)")) << noNccl.out;
+  EXPECT_TRUE(has(noNccl, "cannot open shared object file: No such file or directory. Install NCCL 2.x, put its lib "
+                          "directory on LD_LIBRARY_PATH, or pass --nccl-lib PATH"))
+      << noNccl.out;
+}
+
+TEST(TuneNcclLibrary, SaysWhyALibraryCannotServe) {
+  const NcclLibrary missing = loadNcclLibrary("/nonexistent/libnccl.so.2");
+  EXPECT_EQ(missing.handle, nullptr);
+  EXPECT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error.rfind("cannot load NCCL (/nonexistent/libnccl.so.2): ", 0), 0u) << missing.error;
+
+  // Loads, but is no NCCL: the first entry point it lacks is named.
+  NcclLibrary notNccl = loadNcclLibrary("libc.so.6");
+  EXPECT_NE(notNccl.handle, nullptr);
+  EXPECT_EQ(notNccl.error, "libc.so.6 has no ncclGetVersion: not a usable NCCL 2.x");
+  unloadNcclLibrary(notNccl);
+  EXPECT_EQ(notNccl.handle, nullptr);
+  EXPECT_FALSE(notNccl.ok());
+}
+
+TEST(TuneNcclLibrary, ResolvesEveryEntryPointOfARealNccl) {
+  NcclLibrary nccl = loadNcclLibrary("libnccl.so.2");
+  if (nccl.handle == nullptr) GTEST_SKIP() << "no libnccl.so.2 on the library path";
+  ASSERT_TRUE(nccl.ok()) << nccl.error;
+  ASSERT_NE(nccl.getVersion, nullptr);
+  ASSERT_NE(nccl.getErrorString, nullptr);
+  int code = 0;
+  ASSERT_EQ(nccl.getVersion(&code), ncclSuccess);
+  EXPECT_EQ(ncclVersionText(code).rfind("2.", 0), 0u) << code;
+  EXPECT_STREQ(nccl.getErrorString(ncclSuccess), "no error");
+  unloadNcclLibrary(nccl);
+  EXPECT_EQ(nccl.getVersion, nullptr);
 }
 
 TEST(TuneTool, PlanPrintsWhatWouldBeMeasured) {

@@ -1,0 +1,71 @@
+#pragma once
+// Waiting for peers, bounded: no kernel hangs on a peer that never comes.
+//
+// Every poll loop reads %globaltimer every kSpinsPerCheck unsuccessful polls and also polls the
+// communicator's abort word. Past the deadline (DeviceView::timeoutNs after the first check) the
+// thread stores the awaited rank and kDevicePeerTimeout into the mapped host error word, sets
+// control->aborted (so later launches, graph replays too, exit at once) and stops waiting; the kernel
+// then runs to its end without further waits. A thread that sees `aborted` stops waiting too.
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/device_view.h"
+#include "kernels/flag_protocol.cuh"
+
+namespace symmem::kernels::device {
+
+inline constexpr uint32_t kSpinsPerCheck = 256;
+
+__device__ __forceinline__ uint64_t globalTimerNs() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// One thread's wait state over a whole kernel: once failed, the thread waits no more.
+struct Deadline {
+  uint64_t limit = 0;
+  uint32_t spins = 0;
+  bool failed = false;
+};
+
+// Called once per unsuccessful poll round; false once this thread must stop waiting.
+__device__ __forceinline__ bool keepWaiting(Deadline& d, const DeviceView& v, int waitedRank) {
+  if ((++d.spins % kSpinsPerCheck) != 0) return true;
+  if (*reinterpret_cast<volatile uint32_t*>(&v.control->aborted) != 0) {
+    d.failed = true;
+    return false;
+  }
+  const uint64_t now = globalTimerNs();
+  if (d.limit == 0) {
+    d.limit = now + v.timeoutNs;
+    return true;
+  }
+  if (now < d.limit) return true;
+  v.errorWord[1] = static_cast<uint32_t>(waitedRank);
+  __threadfence_system();
+  v.errorWord[0] = kDevicePeerTimeout;
+  *reinterpret_cast<volatile uint32_t*>(&v.control->aborted) = 1u;
+  d.failed = true;
+  return false;
+}
+
+// The ranks other than `rank` among 0..n-1, as a mask of ranks to wait for.
+__device__ __forceinline__ uint32_t peerMask(int rank, int n) { return ((1u << n) - 1u) & ~(1u << rank); }
+
+// Polls packet `at + q * slotStride` of this rank's own buffer for every rank q in `pending` until
+// each has arrived; in[q] receives q's data. Stops early (d.failed) on timeout or abort.
+template <typename T>
+__device__ __forceinline__ void receiveFromPeers(const DeviceView& v, const char* at, size_t slotStride,
+                                                 uint32_t pending, uint4 (&in)[kMaxRanks], Deadline& d) {
+  while (pending != 0u) {
+#pragma unroll
+    for (int q = 0; q < kMaxRanks; ++q) {
+      if ((pending & (1u << q)) && packetAt(at + static_cast<size_t>(q) * slotStride)->tryRead<T>(in[q]))
+        pending &= ~(1u << q);
+    }
+    if (pending != 0u && !keepWaiting(d, v, __ffs(pending) - 1)) return;
+  }
+}
+
+}  // namespace symmem::kernels::device

@@ -1,0 +1,48 @@
+#pragma once
+// Programmatic dependent launch (sm_90+), both sides: the host launch with programmatic stream
+// serialization, and the device handshake every kernel so launched makes.
+//
+// The next kernel on the stream may be scheduled while this one runs, and waits in
+// griddepcontrol.wait until this one has completed and its memory is visible. Every kernel does
+// everything after its wait, so the semantics are plain stream order; only the launch overlaps.
+#include <cuda_runtime_api.h>
+
+namespace symmem::kernels {
+
+// Launches `kernel` (a __global__ function) with `args` as cudaLaunchKernelExC takes them, with
+// programmatic stream serialization when `programmatic`, else as a plain launch.
+inline cudaError_t launchKernel(const void* kernel, unsigned blocks, unsigned threads, bool programmatic,
+                                cudaStream_t stream, void** args) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(blocks);
+  config.blockDim = dim3(threads);
+  config.dynamicSmemBytes = 0;
+  config.stream = stream;
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute[0].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = attribute;
+  config.numAttrs = programmatic ? 1 : 0;
+  return cudaLaunchKernelExC(&config, kernel, args);
+}
+
+#if defined(__CUDACC__)
+namespace device {
+
+// First thing in a kernel: let the next kernel on the stream be scheduled now...
+__device__ __forceinline__ void allowNextLaunch() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+// ...and wait for the previous one to complete before touching memory.
+__device__ __forceinline__ void waitForPreviousKernel() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+}  // namespace device
+#endif
+
+}  // namespace symmem::kernels

@@ -1,0 +1,57 @@
+#include "plugin/process.h"
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "core/log.h"
+#include "plugin/interposer.h"
+#include "topology/discover.h"
+
+namespace symmem {
+
+namespace {
+Settings readEnvironment() {
+  std::vector<std::string> problems;
+  Settings s = Settings::load([](const char* name) { return std::getenv(name); }, &problems);
+  setLogDetail(s);  // before the first message below
+  for (const std::string& p : problems) SYMMEM_WARN("%s", p.c_str());
+  return s;
+}
+}  // namespace
+
+Process::Process()
+    : settings_(readEnvironment()),
+      topology_(discoverThisNode(settings_.text(SettingId::TopoFile))),
+      table_(tableFor(settings_)) {
+  context_.policy = policyFrom(settings_);
+  context_.node = summarizeNode(topology_, settings_);
+  context_.table = &table_;
+  context_.topology = &topology_;
+  context_.timeoutMs = settings_.integer(SettingId::TimeoutMs);
+  context_.p2pCheck = settings_.flag(SettingId::P2pCheck);
+}
+
+Process& Process::get() {
+  // Never destroyed (see the header); the pointer keeps it reachable for leak checkers.
+  static Process* const process = new Process();
+  return *process;
+}
+
+RealNccl& Process::nccl() {
+  std::call_once(ncclOnce_, [this] { nccl_ = loadRealNccl(); });
+  return nccl_;
+}
+
+Interposer& Process::interposer() {
+  std::call_once(interposerOnce_, [this] {
+    RealNccl& real = nccl();
+    interposer_ = std::make_unique<Interposer>(real, context_, [this, &real](ncclComm_t comm, int rank, int nRanks,
+                                                                               int device) {
+      return setUpSymmetricComm(real, context_, comm, rank, nRanks, device);
+    });
+  });
+  return *interposer_;
+}
+
+}  // namespace symmem

@@ -1,0 +1,44 @@
+#pragma once
+// The plugin's process-wide state and its one owner: the settings (the only place the environment is
+// read), the node's topology, the decision table, the context that decisions are made from, the NCCL
+// functions the interposer forwards to, and the interposer. Built at first use, thread-safe, and
+// never destroyed: NCCL calls can arrive from other threads and atexit handlers until the process ends.
+#include <memory>
+#include <mutex>
+
+#include "core/decision_table.h"
+#include "core/settings.h"
+#include "plugin/nccl_real.h"
+#include "plugin/process_context.h"
+#include "topology/model.h"
+
+namespace symmem {
+
+class Interposer;
+
+class Process {
+ public:
+  static Process& get();
+
+  const Settings& settings() const { return settings_; }
+  const Topology& topology() const { return topology_; }
+  const DecisionTable& table() const { return table_; }
+  const ProcessContext& context() const { return context_; }
+  // Resolved from the loaded libnccl.so.2 at first use (tools that never forward never resolve it).
+  RealNccl& nccl();
+  // Built at first use, over nccl() and context().
+  Interposer& interposer();
+
+ private:
+  Process();
+  Settings settings_;
+  Topology topology_;
+  DecisionTable table_;
+  ProcessContext context_;
+  std::once_flag ncclOnce_;
+  RealNccl nccl_;
+  std::once_flag interposerOnce_;
+  std::unique_ptr<Interposer> interposer_;
+};
+
+}  // namespace symmem
