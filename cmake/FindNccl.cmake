@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Finds NCCL's header and library: NCCL_HOME first, then CUDA's install, then the system.
 # Defines symmem::nccl_headers (include path only) and symmem::nccl (the shared library).
 set(_nccl_hints)

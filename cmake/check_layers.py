@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Fails (exit 1) when a source file includes a header of a folder its library does not depend on.
 
 The layers, linked one way:  core <- topology, kernels <- plugin <- tools.  core also uses neither CUDA

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "core/capability.h"
 
 #include <charconv>
@@ -13,8 +14,10 @@ bool parseInt(std::string_view s, int& out) {
 }  // namespace
 
 std::optional<ComputeCapability> parseCapability(std::string_view text) {
-  if (text.starts_with("sm_")) text.remove_prefix(3);
-  else if (text.starts_with("sm")) text.remove_prefix(2);
+  if (text.starts_with("sm_"))
+    text.remove_prefix(3);
+  else if (text.starts_with("sm"))
+    text.remove_prefix(2);
   int major = 0, minor = 0;
   if (auto dot = text.find('.'); dot != std::string_view::npos) {
     if (!parseInt(text.substr(0, dot), major) || !parseInt(text.substr(dot + 1), minor)) return std::nullopt;

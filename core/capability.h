@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // A CUDA compute capability as a plain, ordered value (9.0 < 10.0 < 10.3 < 12.0).
 #include <compare>

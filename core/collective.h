@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Plain values that describe one collective call. The numeric values are NCCL's own
 // (ncclFunc_t, ncclRedOp_t, ncclDataType_t) so translating at the boundary is a cast plus a range check.
@@ -13,8 +14,19 @@ inline constexpr int kNumCollectives = 5;
 enum class ReduceOp : int { Sum = 0, Prod = 1, Max = 2, Min = 3, Avg = 4, Other = 5 };
 
 enum class DataType : int {
-  Int8 = 0, Uint8 = 1, Int32 = 2, Uint32 = 3, Int64 = 4, Uint64 = 5,
-  Float16 = 6, Float32 = 7, Float64 = 8, Bfloat16 = 9, Float8e4m3 = 10, Float8e5m2 = 11, Other = 12
+  Int8 = 0,
+  Uint8 = 1,
+  Int32 = 2,
+  Uint32 = 3,
+  Int64 = 4,
+  Uint64 = 5,
+  Float16 = 6,
+  Float32 = 7,
+  Float64 = 8,
+  Bfloat16 = 9,
+  Float8e4m3 = 10,
+  Float8e5m2 = 11,
+  Other = 12
 };
 
 std::string_view collectiveName(Collective c);

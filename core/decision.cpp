@@ -1,60 +1,94 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "core/decision.h"
 
 namespace symmem {
 
 std::string_view pathName(Path p) {
   switch (p) {
-    case Path::SymOneShot: return "symmetric one-shot";
-    case Path::SymTwoShot: return "symmetric two-shot";
-    case Path::NcclTuned: return "NCCL tuned";
-    case Path::NcclUntouched: return "NCCL";
+    case Path::SymOneShot:
+      return "symmetric one-shot";
+    case Path::SymTwoShot:
+      return "symmetric two-shot";
+    case Path::NcclTuned:
+      return "NCCL tuned";
+    case Path::NcclUntouched:
+      return "NCCL";
   }
   return "?";
 }
 
 std::string_view ncclAlgoName(NcclAlgo a) {
   switch (a) {
-    case NcclAlgo::Any: return "any";
-    case NcclAlgo::Tree: return "tree";
-    case NcclAlgo::Ring: return "ring";
-    case NcclAlgo::CollNetDirect: return "collnet_direct";
-    case NcclAlgo::CollNetChain: return "collnet_chain";
-    case NcclAlgo::Nvls: return "nvls";
-    case NcclAlgo::NvlsTree: return "nvls_tree";
-    case NcclAlgo::Pat: return "pat";
+    case NcclAlgo::Any:
+      return "any";
+    case NcclAlgo::Tree:
+      return "tree";
+    case NcclAlgo::Ring:
+      return "ring";
+    case NcclAlgo::CollNetDirect:
+      return "collnet_direct";
+    case NcclAlgo::CollNetChain:
+      return "collnet_chain";
+    case NcclAlgo::Nvls:
+      return "nvls";
+    case NcclAlgo::NvlsTree:
+      return "nvls_tree";
+    case NcclAlgo::Pat:
+      return "pat";
   }
   return "?";
 }
 
 std::string_view ncclProtoName(NcclProto p) {
   switch (p) {
-    case NcclProto::Any: return "any";
-    case NcclProto::LL: return "ll";
-    case NcclProto::LL128: return "ll128";
-    case NcclProto::Simple: return "simple";
+    case NcclProto::Any:
+      return "any";
+    case NcclProto::LL:
+      return "ll";
+    case NcclProto::LL128:
+      return "ll128";
+    case NcclProto::Simple:
+      return "simple";
   }
   return "?";
 }
 
 std::string_view reasonText(Reason r) {
   switch (r) {
-    case Reason::Disabled: return "plugin disabled (SYMMEM_ENABLE=0)";
-    case Reason::MultiNode: return "multi-node communicator";
-    case Reason::SingleRank: return "single-rank communicator";
-    case Reason::EmptyMessage: return "empty message";
-    case Reason::NoTableEntry: return "no table entry for this capability/link/size";
-    case Reason::UnknownLink: return "link class unknown";
-    case Reason::WithinOneShotLimit: return "within the one-shot limit";
-    case Reason::WithinTwoShotLimit: return "within the two-shot limit";
-    case Reason::Forced: return "forced by SYMMEM_FORCE_PATH";
-    case Reason::TableBand: return "table band";
-    case Reason::NoBandForSize: return "above the symmetric limits, no NCCL band";
-    case Reason::NotAllReduce: return "not an all-reduce";
-    case Reason::UnsupportedDtypeOrOp: return "dtype/op not implemented by the kernels";
-    case Reason::NoP2p: return "not every pair can do P2P";
-    case Reason::SymmetricOff: return "symmetric path off (SYMMEM_SYMMETRIC=0)";
-    case Reason::TunerOff: return "tuner off (SYMMEM_TUNER=0)";
-    case Reason::ExceedsCapacity: return "message larger than the symmetric buffers";
+    case Reason::Disabled:
+      return "plugin disabled (SYMMEM_ENABLE=0)";
+    case Reason::MultiNode:
+      return "multi-node communicator";
+    case Reason::SingleRank:
+      return "single-rank communicator";
+    case Reason::EmptyMessage:
+      return "empty message";
+    case Reason::NoTableEntry:
+      return "no table entry for this capability/link/size";
+    case Reason::UnknownLink:
+      return "link class unknown";
+    case Reason::WithinOneShotLimit:
+      return "within the one-shot limit";
+    case Reason::WithinTwoShotLimit:
+      return "within the two-shot limit";
+    case Reason::Forced:
+      return "forced by SYMMEM_FORCE_PATH";
+    case Reason::TableBand:
+      return "table band";
+    case Reason::NoBandForSize:
+      return "above the symmetric limits, no NCCL band";
+    case Reason::NotAllReduce:
+      return "not an all-reduce";
+    case Reason::UnsupportedDtypeOrOp:
+      return "dtype/op not implemented by the kernels";
+    case Reason::NoP2p:
+      return "not every pair can do P2P";
+    case Reason::SymmetricOff:
+      return "symmetric path off (SYMMEM_SYMMETRIC=0)";
+    case Reason::TunerOff:
+      return "tuner off (SYMMEM_TUNER=0)";
+    case Reason::ExceedsCapacity:
+      return "message larger than the symmetric buffers";
   }
   return "?";
 }
@@ -84,10 +118,22 @@ Decision ncclChoice(const CollRequest& request, const Thresholds& entry, const P
 
 // Whether the symmetric path could take this call at all (size limits aside); if not, why.
 bool symmetricEligible(const CollRequest& request, const CommFacts& facts, const Policy& policy, Reason& why) {
-  if (request.collective != Collective::AllReduce) { why = Reason::NotAllReduce; return false; }
-  if (!policy.symmetric) { why = Reason::SymmetricOff; return false; }
-  if (!symmetricSupports(request.dtype, request.op)) { why = Reason::UnsupportedDtypeOrOp; return false; }
-  if (!facts.allPairsP2p) { why = Reason::NoP2p; return false; }
+  if (request.collective != Collective::AllReduce) {
+    why = Reason::NotAllReduce;
+    return false;
+  }
+  if (!policy.symmetric) {
+    why = Reason::SymmetricOff;
+    return false;
+  }
+  if (!symmetricSupports(request.dtype, request.op)) {
+    why = Reason::UnsupportedDtypeOrOp;
+    return false;
+  }
+  if (!facts.allPairsP2p) {
+    why = Reason::NoP2p;
+    return false;
+  }
   return true;
 }
 

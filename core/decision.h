@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The decision core: a pure function from plain values to one path. The tuner, the interposer,
 // the tools and the tests all call decide(); nothing here reads the environment or the machine.
@@ -20,7 +21,16 @@ enum class Path : int {
 std::string_view pathName(Path p);
 
 // NCCL's algorithm and protocol indices (the cost table is float[numAlgo][numProto]).
-enum class NcclAlgo : int { Any = -1, Tree = 0, Ring = 1, CollNetDirect = 2, CollNetChain = 3, Nvls = 4, NvlsTree = 5, Pat = 6 };
+enum class NcclAlgo : int {
+  Any = -1,
+  Tree = 0,
+  Ring = 1,
+  CollNetDirect = 2,
+  CollNetChain = 3,
+  Nvls = 4,
+  NvlsTree = 5,
+  Pat = 6
+};
 enum class NcclProto : int { Any = -1, LL = 0, LL128 = 1, Simple = 2 };
 inline constexpr int kNcclNumAlgos = 7;
 inline constexpr int kNcclNumProtos = 3;
@@ -44,12 +54,12 @@ inline constexpr int kMaxBands = 8;
 struct Thresholds {
   ComputeCapability cc;
   LinkClass link = LinkClass::Unknown;
-  int nRanks = 0;                 // 2..8; kBeyondEightRanks for the rule that covers 9 and more
-  uint64_t oneShotMaxBytes = 0;   // all-reduces of 1..oneShotMaxBytes bytes go one-shot (0: off)
-  uint64_t twoShotMaxBytes = 0;   // above the one-shot limit up to this, two-shot (0: off)
+  int nRanks = 0;                           // 2..8; kBeyondEightRanks for the rule that covers 9 and more
+  uint64_t oneShotMaxBytes = 0;             // all-reduces of 1..oneShotMaxBytes bytes go one-shot (0: off)
+  uint64_t twoShotMaxBytes = 0;             // above the one-shot limit up to this, two-shot (0: off)
   std::array<NcclBand, kMaxBands> bands{};  // sorted by (collective, maxBytes)
   int numBands = 0;
-  const char* source = "";        // where the numbers come from (built-in: a citation; file: path:line)
+  const char* source = "";  // where the numbers come from (built-in: a citation; file: path:line)
 };
 inline constexpr int kBeyondEightRanks = 9;
 
@@ -81,7 +91,7 @@ struct Policy {
 };
 
 enum class Reason : int {
-  Disabled,            // SYMMEM_ENABLE=0
+  Disabled,  // SYMMEM_ENABLE=0
   MultiNode,
   SingleRank,
   EmptyMessage,
@@ -95,9 +105,9 @@ enum class Reason : int {
   NotAllReduce,
   UnsupportedDtypeOrOp,
   NoP2p,
-  SymmetricOff,        // SYMMEM_SYMMETRIC=0
-  TunerOff,            // SYMMEM_TUNER=0
-  ExceedsCapacity,     // symmetric buffers are smaller than the message
+  SymmetricOff,     // SYMMEM_SYMMETRIC=0
+  TunerOff,         // SYMMEM_TUNER=0
+  ExceedsCapacity,  // symmetric buffers are smaller than the message
 };
 std::string_view reasonText(Reason r);
 

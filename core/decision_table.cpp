@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "core/decision_table.h"
 
 #include <algorithm>
@@ -224,8 +225,8 @@ TableLookup lookupWithFallbackWarning(const DecisionTable& table, ComputeCapabil
                      cc.str().c_str(), found.used.str().c_str());
   } else if (!found.entry) {
     SYMMEM_WARN_ONCE("cc-none-" + cc.str() + "-" + std::string(linkClassName(link)),
-                     "compute capability %s, link %s: no table entry at or below it; staying on NCCL",
-                     cc.str().c_str(), std::string(linkClassName(link)).c_str());
+                     "compute capability %s, link %s: no table entry at or below it; staying on NCCL", cc.str().c_str(),
+                     std::string(linkClassName(link)).c_str());
   }
   return found;
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The decision table: thresholds keyed by (compute capability, link class, world size).
 // Built-in defaults cover 8.0, 8.6, 8.9, 9.0, 10.0, 10.3, 12.0, 12.1; a table file overrides

@@ -1,14 +1,20 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "core/link_class.h"
 
 namespace symmem {
 
 std::string_view linkClassName(LinkClass c) {
   switch (c) {
-    case LinkClass::NvLink: return "nvlink";
-    case LinkClass::PcieSameSwitch: return "pcie-switch";
-    case LinkClass::PcieSameRoot: return "pcie-root";
-    case LinkClass::PcieCrossSocket: return "pcie-sys";
-    case LinkClass::Unknown: return "unknown";
+    case LinkClass::NvLink:
+      return "nvlink";
+    case LinkClass::PcieSameSwitch:
+      return "pcie-switch";
+    case LinkClass::PcieSameRoot:
+      return "pcie-root";
+    case LinkClass::PcieCrossSocket:
+      return "pcie-sys";
+    case LinkClass::Unknown:
+      return "unknown";
   }
   return "unknown";
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // How the GPUs of one communicator are linked, as one value: the worst link among its ranks.
 // Ordered from best to worst so that "worst of" is std::max.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Logging through NCCL's own logger (NCCL_DEBUG / NCCL_DEBUG_SUBSYS apply), with a fixed prefix.
 // Before NCCL hands us its logger (tools, tests), WARN goes to stderr and INFO/TRACE follow
@@ -11,8 +12,14 @@ namespace symmem {
 // NCCL's levels and subsystem flags: ncclDebugLogLevel and ncclDebugLogSubSys in NCCL's
 // src/include/nccl_common.h (docs/sources.md).
 enum class LogLevel : int { None = 0, Version = 1, Warn = 2, Info = 3, Abort = 4, Trace = 5 };
-enum LogSubsys : unsigned long { kLogInit = 0x1, kLogColl = 0x2, kLogP2p = 0x4, kLogEnv = 0x80,
-                                 kLogTuning = 0x40, kLogAlloc = 0x100 };
+enum LogSubsys : unsigned long {
+  kLogInit = 0x1,
+  kLogColl = 0x2,
+  kLogP2p = 0x4,
+  kLogEnv = 0x80,
+  kLogTuning = 0x40,
+  kLogAlloc = 0x100
+};
 
 using NcclLoggerFn = void (*)(int level, unsigned long flags, const char* file, int line, const char* fmt, ...);
 
@@ -43,15 +50,16 @@ void logWarnOnce(const std::string& key, const char* file, int line, const char*
 
 }  // namespace symmem
 
-#define SYMMEM_WARN(...) ::symmem::logMessage(::symmem::LogLevel::Warn, ::symmem::kLogInit, __FILE__, __LINE__, __VA_ARGS__)
-#define SYMMEM_INFO(subsys, ...)                                                                   \
-  do {                                                                                             \
-    if (::symmem::logLevelEnabled(::symmem::LogLevel::Info))                                       \
-      ::symmem::logMessage(::symmem::LogLevel::Info, (subsys), __FILE__, __LINE__, __VA_ARGS__);  \
+#define SYMMEM_WARN(...) \
+  ::symmem::logMessage(::symmem::LogLevel::Warn, ::symmem::kLogInit, __FILE__, __LINE__, __VA_ARGS__)
+#define SYMMEM_INFO(subsys, ...)                                                                 \
+  do {                                                                                           \
+    if (::symmem::logLevelEnabled(::symmem::LogLevel::Info))                                     \
+      ::symmem::logMessage(::symmem::LogLevel::Info, (subsys), __FILE__, __LINE__, __VA_ARGS__); \
   } while (0)
-#define SYMMEM_TRACE(subsys, ...)                                                                  \
-  do {                                                                                             \
-    if (::symmem::logLevelEnabled(::symmem::LogLevel::Trace))                                      \
+#define SYMMEM_TRACE(subsys, ...)                                                                 \
+  do {                                                                                            \
+    if (::symmem::logLevelEnabled(::symmem::LogLevel::Trace))                                     \
       ::symmem::logMessage(::symmem::LogLevel::Trace, (subsys), __FILE__, __LINE__, __VA_ARGS__); \
   } while (0)
 #define SYMMEM_WARN_ONCE(key, ...) ::symmem::logWarnOnce((key), __FILE__, __LINE__, __VA_ARGS__)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "core/settings.h"
 
 #include <algorithm>
@@ -80,13 +81,19 @@ bool canonical(const SettingSpec& spec, const std::string& raw, std::string& out
   switch (spec.type) {
     case SettingType::Bool: {
       bool b = false;
-      if (!parseBool(v, b)) { why = "expected 0/1, true/false, yes/no or on/off"; return false; }
+      if (!parseBool(v, b)) {
+        why = "expected 0/1, true/false, yes/no or on/off";
+        return false;
+      }
       out = b ? "1" : "0";
       return true;
     }
     case SettingType::Int: {
       int64_t n = 0;
-      if (!parseInt64(v, n)) { why = "expected an integer"; return false; }
+      if (!parseInt64(v, n)) {
+        why = "expected an integer";
+        return false;
+      }
       if (n < spec.min || n > spec.max) {
         why = "out of range [" + std::to_string(spec.min) + ", " + std::to_string(spec.max) + "]";
         return false;
@@ -96,14 +103,23 @@ bool canonical(const SettingSpec& spec, const std::string& raw, std::string& out
     }
     case SettingType::Choice: {
       const std::string l = lower(v);
-      if (!inChoices(spec.choices, l)) { why = std::string("expected one of ") + spec.choices; return false; }
+      if (!inChoices(spec.choices, l)) {
+        why = std::string("expected one of ") + spec.choices;
+        return false;
+      }
       out = l;
       return true;
     }
     case SettingType::Capability: {
-      if (v.empty()) { out.clear(); return true; }
+      if (v.empty()) {
+        out.clear();
+        return true;
+      }
       auto cc = parseCapability(v);
-      if (!cc) { why = "expected a compute capability such as 9.0 or 12.0"; return false; }
+      if (!cc) {
+        why = "expected a compute capability such as 9.0 or 12.0";
+        return false;
+      }
       out = cc->str();
       return true;
     }
@@ -121,8 +137,14 @@ const SettingSpec& specOf(SettingId id) { return kSpecs[static_cast<size_t>(id)]
 
 bool parseBool(std::string_view text, bool& out) {
   const std::string l = lower(text);
-  if (l == "1" || l == "true" || l == "yes" || l == "on") { out = true; return true; }
-  if (l == "0" || l == "false" || l == "no" || l == "off") { out = false; return true; }
+  if (l == "1" || l == "true" || l == "yes" || l == "on") {
+    out = true;
+    return true;
+  }
+  if (l == "0" || l == "false" || l == "no" || l == "off") {
+    out = false;
+    return true;
+  }
   return false;
 }
 
@@ -167,20 +189,28 @@ int64_t Settings::integer(SettingId id) const {
 
 std::string_view settingSourceName(SettingSource s) {
   switch (s) {
-    case SettingSource::Default: return "default";
-    case SettingSource::Environment: return "environment";
-    case SettingSource::InvalidUsedDefault: return "invalid, default used";
+    case SettingSource::Default:
+      return "default";
+    case SettingSource::Environment:
+      return "environment";
+    case SettingSource::InvalidUsedDefault:
+      return "invalid, default used";
   }
   return "default";
 }
 
 std::string_view settingTypeName(SettingType t) {
   switch (t) {
-    case SettingType::Bool: return "bool";
-    case SettingType::Int: return "integer";
-    case SettingType::Choice: return "choice";
-    case SettingType::Path: return "path";
-    case SettingType::Capability: return "capability";
+    case SettingType::Bool:
+      return "bool";
+    case SettingType::Int:
+      return "integer";
+    case SettingType::Choice:
+      return "choice";
+    case SettingType::Path:
+      return "path";
+    case SettingType::Capability:
+      return "capability";
   }
   return "?";
 }
@@ -192,17 +222,27 @@ std::string settingsMarkdownTable() {
   for (const SettingSpec& spec : kSpecs) {
     std::string allowed;
     switch (spec.type) {
-      case SettingType::Bool: allowed = "0/1, true/false, yes/no, on/off"; break;
-      case SettingType::Int: allowed = std::to_string(spec.min) + " .. " + std::to_string(spec.max); break;
-      case SettingType::Choice: allowed = spec.choices; break;
-      case SettingType::Path: allowed = "file path"; break;
-      case SettingType::Capability: allowed = "major.minor, e.g. 12.0"; break;
+      case SettingType::Bool:
+        allowed = "0/1, true/false, yes/no, on/off";
+        break;
+      case SettingType::Int:
+        allowed = std::to_string(spec.min) + " .. " + std::to_string(spec.max);
+        break;
+      case SettingType::Choice:
+        allowed = spec.choices;
+        break;
+      case SettingType::Path:
+        allowed = "file path";
+        break;
+      case SettingType::Capability:
+        allowed = "major.minor, e.g. 12.0";
+        break;
     }
     std::string def = spec.defaultValue[0] ? std::string("`") + spec.defaultValue + "`" : "(unset)";
     // '|' inside a cell would break the Markdown table.
     std::replace(allowed.begin(), allowed.end(), '|', ',');
-    out << "| `" << spec.name << "` | " << settingTypeName(spec.type) << " | " << def << " | " << allowed
-        << " | " << spec.meaning << " |\n";
+    out << "| `" << spec.name << "` | " << settingTypeName(spec.type) << " | " << def << " | " << allowed << " | "
+        << spec.meaning << " |\n";
   }
   return out.str();
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The one registry of SYMMEM_* settings. Each setting is declared once (kSettingSpecs) with its type,
 // default, range and meaning; parsing is strict (a bad value is one WARN naming variable and value,
@@ -47,8 +48,8 @@ const SettingSpec& specOf(SettingId id);
 enum class SettingSource { Default, Environment, InvalidUsedDefault };
 
 struct SettingValue {
-  std::string text;    // the effective value, canonical ("1", "0", "5000", "auto", a path)
-  std::string raw;     // what the environment said ("" when unset)
+  std::string text;  // the effective value, canonical ("1", "0", "5000", "auto", a path)
+  std::string raw;   // what the environment said ("" when unset)
   SettingSource source = SettingSource::Default;
 };
 

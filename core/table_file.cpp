@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "core/table_file.h"
 
 #include <algorithm>
@@ -49,7 +50,10 @@ bool parseRanks(std::string_view text, int& first, int& last) {
     auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
     return ec == std::errc() && p == s.data() + s.size();
   };
-  if (text == "9+") { first = last = kBeyondEightRanks; return true; }
+  if (text == "9+") {
+    first = last = kBeyondEightRanks;
+    return true;
+  }
   if (auto dash = text.find('-'); dash != std::string_view::npos) {
     if (!num(text.substr(0, dash), first) || !num(text.substr(dash + 1), last)) return false;
   } else {
@@ -97,7 +101,8 @@ struct LineParser {
                  std::map<std::string, std::string>& out) {
     for (size_t i = 1; i < words.size(); ++i) {
       auto eq = words[i].find('=');
-      if (eq == std::string_view::npos || eq == 0) return fail("expected key=value, found '" + std::string(words[i]) + "'");
+      if (eq == std::string_view::npos || eq == 0)
+        return fail("expected key=value, found '" + std::string(words[i]) + "'");
       std::string key = lower(words[i].substr(0, eq));
       if (!allowed.count(key)) return fail("unknown key '" + key + "'");
       if (out.count(key)) return fail("key '" + key + "' given twice");
@@ -140,11 +145,16 @@ bool parseBytes(std::string_view text, uint64_t& out) {
   if (ec != std::errc()) return false;
   const std::string unit = lower(text.substr(digits));
   uint64_t scale = 0;
-  if (unit.empty() || unit == "b") scale = 1;
-  else if (unit == "k" || unit == "kib") scale = 1ull << 10;
-  else if (unit == "m" || unit == "mib") scale = 1ull << 20;
-  else if (unit == "g" || unit == "gib") scale = 1ull << 30;
-  else return false;
+  if (unit.empty() || unit == "b")
+    scale = 1;
+  else if (unit == "k" || unit == "kib")
+    scale = 1ull << 10;
+  else if (unit == "m" || unit == "mib")
+    scale = 1ull << 20;
+  else if (unit == "g" || unit == "gib")
+    scale = 1ull << 30;
+  else
+    return false;
   if (value > (UINT64_MAX / scale)) return false;
   out = value * scale;
   return true;
@@ -205,8 +215,8 @@ TableFileResult parseTableText(std::string_view text, std::string_view fileName)
       LinkClass link{};
       int first = 0, last = 0;
       uint64_t one = 0, two = 0;
-      if (!p.keyValues(words, {"cc", "link", "ranks", "oneshot", "twoshot"}, kv) ||
-          !p.key(kv, cc, link, first, last) || !p.bytes(kv, "oneshot", one) || !p.bytes(kv, "twoshot", two))
+      if (!p.keyValues(words, {"cc", "link", "ranks", "oneshot", "twoshot"}, kv) || !p.key(kv, cc, link, first, last) ||
+          !p.bytes(kv, "oneshot", one) || !p.bytes(kv, "twoshot", two))
         return failWith(result);
       if (two != 0 && two < one) {
         p.fail("twoshot (" + kv["twoshot"] + ") is below oneshot (" + kv["oneshot"] + "); use 0 to turn two-shot off");
@@ -243,9 +253,18 @@ TableFileResult parseTableText(std::string_view text, std::string_view fileName)
       auto algo = parseAlgo(lower(kv["algo"]));
       auto proto = parseProto(lower(kv["proto"]));
       int64_t channels = -1;
-      if (!coll) { p.fail("bad coll '" + kv["coll"] + "' (allreduce, allgather, reducescatter, broadcast, reduce)"); return failWith(result); }
-      if (!algo) { p.fail("bad algo '" + kv["algo"] + "' (any, tree, ring, collnet_direct, collnet_chain, nvls, nvls_tree, pat)"); return failWith(result); }
-      if (!proto) { p.fail("bad proto '" + kv["proto"] + "' (any, ll, ll128, simple)"); return failWith(result); }
+      if (!coll) {
+        p.fail("bad coll '" + kv["coll"] + "' (allreduce, allgather, reducescatter, broadcast, reduce)");
+        return failWith(result);
+      }
+      if (!algo) {
+        p.fail("bad algo '" + kv["algo"] + "' (any, tree, ring, collnet_direct, collnet_chain, nvls, nvls_tree, pat)");
+        return failWith(result);
+      }
+      if (!proto) {
+        p.fail("bad proto '" + kv["proto"] + "' (any, ll, ll128, simple)");
+        return failWith(result);
+      }
       if (!parseInt64(kv["channels"], channels) || channels < 0 || channels > kMaxChannels) {
         p.fail("bad channels '" + kv["channels"] + "' (0 = NCCL's choice, up to 64)");
         return failWith(result);
@@ -306,8 +325,8 @@ std::string formatTable(const std::vector<Thresholds>& entries, const std::vecto
   out << "symmem-table 1\n";
   for (const std::string& m : meta) out << "meta " << m << "\n";
   for (const Thresholds& t : entries) {
-    const std::string key = "cc=" + t.cc.str() + " link=" + std::string(linkClassName(t.link)) +
-                            " ranks=" + rangeText(t.nRanks, t.nRanks);
+    const std::string key =
+        "cc=" + t.cc.str() + " link=" + std::string(linkClassName(t.link)) + " ranks=" + rangeText(t.nRanks, t.nRanks);
     out << "entry " << key << " oneshot=" << formatBytes(t.oneShotMaxBytes)
         << " twoshot=" << formatBytes(t.twoShotMaxBytes) << "\n";
     for (int i = 0; i < t.numBands; ++i) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The table file (SYMMEM_TABLE=path): a small, line-based, human-editable text format that
 // symmem-tune writes and a person can edit. docs/decision-table.md ("The table file") describes it:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Launch wrappers of the all-reduce kernels: pick the template instance for (dtype, op) and the
 // launch shape.
 #include <cuda_bf16.h>
@@ -21,8 +22,8 @@ cudaError_t launchWith(Kernel kernel, const LaunchShape& shape, const LaunchOpti
 template <typename T, int OP>
 cudaError_t launchTyped(bool twoShot, const DeviceView& view, const void* send, void* recv, size_t count,
                         const LaunchOptions& options, cudaStream_t stream) {
-  const size_t vectors = twoShot ? vectorCount(chunkElems(count, sizeof(T), view.nRanks) * sizeof(T))
-                                 : vectorCount(count * sizeof(T));
+  const size_t vectors =
+      twoShot ? vectorCount(chunkElems(count, sizeof(T), view.nRanks) * sizeof(T)) : vectorCount(count * sizeof(T));
   const LaunchShape shape = launchShape(vectors, options.maxBlocks);
   if (twoShot) return launchWith(device::twoShotAllReduce<T, OP>, shape, options, stream, view, send, recv, count);
   return launchWith(device::oneShotAllReduce<T, OP>, shape, options, stream, view, send, recv, count);
@@ -32,22 +33,30 @@ template <typename T>
 cudaError_t launchForOp(bool twoShot, const DeviceView& view, const void* send, void* recv, size_t count, ReduceOp op,
                         const LaunchOptions& options, cudaStream_t stream) {
   switch (op) {
-    case ReduceOp::Sum: return launchTyped<T, device::kSum>(twoShot, view, send, recv, count, options, stream);
-    case ReduceOp::Prod: return launchTyped<T, device::kProd>(twoShot, view, send, recv, count, options, stream);
-    case ReduceOp::Max: return launchTyped<T, device::kMax>(twoShot, view, send, recv, count, options, stream);
-    case ReduceOp::Min: return launchTyped<T, device::kMin>(twoShot, view, send, recv, count, options, stream);
-    default: return cudaErrorInvalidValue;
+    case ReduceOp::Sum:
+      return launchTyped<T, device::kSum>(twoShot, view, send, recv, count, options, stream);
+    case ReduceOp::Prod:
+      return launchTyped<T, device::kProd>(twoShot, view, send, recv, count, options, stream);
+    case ReduceOp::Max:
+      return launchTyped<T, device::kMax>(twoShot, view, send, recv, count, options, stream);
+    case ReduceOp::Min:
+      return launchTyped<T, device::kMin>(twoShot, view, send, recv, count, options, stream);
+    default:
+      return cudaErrorInvalidValue;
   }
 }
 
 cudaError_t launchAllReduce(bool twoShot, const DeviceView& view, const void* send, void* recv, size_t count,
                             DataType dtype, ReduceOp op, const LaunchOptions& options, cudaStream_t stream) {
   switch (dtype) {
-    case DataType::Float32: return launchForOp<float>(twoShot, view, send, recv, count, op, options, stream);
-    case DataType::Float16: return launchForOp<__half>(twoShot, view, send, recv, count, op, options, stream);
+    case DataType::Float32:
+      return launchForOp<float>(twoShot, view, send, recv, count, op, options, stream);
+    case DataType::Float16:
+      return launchForOp<__half>(twoShot, view, send, recv, count, op, options, stream);
     case DataType::Bfloat16:
       return launchForOp<__nv_bfloat16>(twoShot, view, send, recv, count, op, options, stream);
-    default: return cudaErrorInvalidValue;
+    default:
+      return cudaErrorInvalidValue;
   }
 }
 

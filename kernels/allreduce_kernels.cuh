@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The two symmetric all-reduce kernels, one-shot and two-shot: push kernels with the flag in the
 // data. Included by allreduce_kernels.cu, which instantiates them for every (dtype, op) and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Host entry points of the all-reduce kernels (allreduce_kernels.cu; callable from plain C++).
 #include <cuda_runtime_api.h>
@@ -5,8 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/device_view.h"
 #include "core/collective.h"
+#include "kernels/device_view.h"
 
 namespace symmem::kernels {
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Waiting for peers, bounded: no kernel hangs on a peer that never comes.
 //

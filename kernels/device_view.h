@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Plain handles the kernels get by value: what the host object (SymmetricCommImpl) knows about the
 // mapped buffers, flattened into a POD. No host object ever crosses into device code.
@@ -20,27 +21,27 @@ enum DeviceError : uint32_t { kDeviceOk = 0, kDevicePeerTimeout = 1 };
 // which coalesce the end-of-launch stores, are 0.15-0.2 us slower per call at 8 B - 16 KiB on 2x
 // H200, docs/kernels.md: four sectors to read on the critical path instead of one.)
 struct BlockControl {
-  uint64_t round;                 // calls of this algorithm completed on this rank
-  uint64_t dirtyBytes[kRounds];   // bytes per slot written in each round buffer, not re-armed yet
+  uint64_t round;                // calls of this algorithm completed on this rank
+  uint64_t dirtyBytes[kRounds];  // bytes per slot written in each round buffer, not re-armed yet
 };
 
 struct DeviceControl {
   BlockControl oneShot[kMaxGrid];
   BlockControl twoShot[kMaxGrid];
-  uint32_t aborted;               // set by the first timeout: every later launch exits at once
+  uint32_t aborted;  // set by the first timeout: every later launch exits at once
   uint32_t pad;
 };
 
 struct DeviceView {
   int rank;
   int nRanks;
-  char* local;                    // this rank's buffer
-  char* peer[kMaxRanks];          // peer[r]: rank r's buffer as mapped on this device (peer[rank] == local)
+  char* local;            // this rank's buffer
+  char* peer[kMaxRanks];  // peer[r]: rank r's buffer as mapped on this device (peer[rank] == local)
   SymmetricLayout layout;
-  DeviceControl* control;         // device memory
-  volatile uint32_t* errorWord;   // mapped pinned host memory: [0] DeviceError, [1] rank waited for
+  DeviceControl* control;        // device memory
+  volatile uint32_t* errorWord;  // mapped pinned host memory: [0] DeviceError, [1] rank waited for
   uint64_t timeoutNs;
-  int gridCap;                    // no launch of this comm has more blocks (<= kMaxGrid)
+  int gridCap;  // no launch of this comm has more blocks (<= kMaxGrid)
 };
 
 }  // namespace symmem::kernels

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The flag-in-data protocol: a receive slot is a row of 16-byte SentinelPackets whose data is its own
 // "arrived" flag. No separate flag word, no barrier, no remote read, no fence.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "kernels/latency_probe.h"
 
 #include "kernels/bounded_wait.cuh"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Two measurements that bound what any all-reduce kernel can reach on a machine (used by
 // symmem-bench to write down the floor): the cost of launching an empty kernel, and the one-way

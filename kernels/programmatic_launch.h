@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Programmatic dependent launch (sm_90+), both sides: the host launch with programmatic stream
 // serialization, and the device handshake every kernel so launched makes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The arithmetic of the all-reduce: sum, prod, max, min of bf16, fp16 and fp32, on 16-byte vectors.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Rounds: which round buffer a launch writes, which one it re-arms, and the per-block round records
 // that carry this from one launch to the next on the device (so captured calls replay correctly).

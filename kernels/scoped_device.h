@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Makes a CUDA device current for a scope and gives the calling thread its previous device back.
 #include <cuda_runtime_api.h>

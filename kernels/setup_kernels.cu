@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The kernels of the collective setup (symmetric_setup.cpp): arming the whole buffer, and the P2P
 // check pattern written through a peer mapping.
 #include "kernels/setup_kernels.h"

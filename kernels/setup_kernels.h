@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Host entry points of the kernels setup runs (setup_kernels.cu; callable from plain C++).
 #include <cuda_runtime_api.h>

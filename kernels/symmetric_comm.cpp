@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SymmetricComm: the host object of one communicator's symmetric path. Setup (buffer, IPC exchange,
 // peer mappings, P2P check) is in symmetric_setup.cpp; this file holds the per-call path.
 #include "kernels/symmetric_comm.h"
@@ -18,10 +19,14 @@ size_t symmetricBufferBytes(const SymmetricConfig& config) {
 
 const char* statusName(Status status) {
   switch (status) {
-    case Status::Ok: return "ok";
-    case Status::Unsupported: return "unsupported";
-    case Status::PeerTimeout: return "peer timeout";
-    case Status::CudaError: return "CUDA error";
+    case Status::Ok:
+      return "ok";
+    case Status::Unsupported:
+      return "unsupported";
+    case Status::PeerTimeout:
+      return "peer timeout";
+    case Status::CudaError:
+      return "CUDA error";
   }
   return "unknown";
 }
@@ -35,9 +40,10 @@ Status SymmetricCommImpl::allReduce(const void* send, void* recv, size_t count, 
                                     Algorithm algorithm, cudaStream_t stream) {
   if (deviceStatus() != Status::Ok) {
     if (!timeoutReported_.exchange(true)) {
-      SYMMEM_WARN("symmetric all-reduce: rank %d timed out after %lld ms waiting for rank %u; this communicator's "
-                  "symmetric path stays off",
-                  config_.rank, static_cast<long long>(config_.timeoutMs), errorHost_[1]);
+      SYMMEM_WARN(
+          "symmetric all-reduce: rank %d timed out after %lld ms waiting for rank %u; this communicator's "
+          "symmetric path stays off",
+          config_.rank, static_cast<long long>(config_.timeoutMs), errorHost_[1]);
     }
     return Status::PeerTimeout;
   }

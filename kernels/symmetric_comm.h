@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The symmetric-memory all-reduce path for one communicator: buffers mapped into every peer,
 // one-shot and two-shot push kernels with the flag in the data, bounded waits.
@@ -27,13 +28,13 @@ using AllGatherFn = std::function<bool(const void* send, void* recv, size_t byte
 struct SymmetricConfig {
   int rank = 0;
   int nRanks = 0;
-  int device = 0;               // CUDA device of this rank
-  size_t oneShotMaxBytes = 0;   // largest message the one-shot kernel must take
-  size_t twoShotMaxBytes = 0;   // largest message the two-shot kernel must take (0: two-shot off)
-  int64_t timeoutMs = 10000;    // bound on every wait for a peer
-  bool p2pCheck = true;         // verify each mapping with a pattern at setup
-  int maxBlocks = 0;            // cap on blocks per kernel launch (0: built-in default; at most 128 and
-                                // the device's multiprocessor count)
+  int device = 0;                  // CUDA device of this rank
+  size_t oneShotMaxBytes = 0;      // largest message the one-shot kernel must take
+  size_t twoShotMaxBytes = 0;      // largest message the two-shot kernel must take (0: two-shot off)
+  int64_t timeoutMs = 10000;       // bound on every wait for a peer
+  bool p2pCheck = true;            // verify each mapping with a pattern at setup
+  int maxBlocks = 0;               // cap on blocks per kernel launch (0: built-in default; at most 128 and
+                                   // the device's multiprocessor count)
   bool programmaticLaunch = true;  // launch with programmatic stream serialization (sm_90+): the kernel's
                                    // launch overlaps the previous kernel; semantics unchanged
   bool orderStreams = true;        // eager calls on different streams run in call order, as NCCL's do (an
@@ -42,8 +43,8 @@ struct SymmetricConfig {
 
 enum class Status {
   Ok,
-  Unsupported,     // dtype/op/size this path does not take: caller uses NCCL (decided identically on all ranks)
-  PeerTimeout,     // a previous call timed out waiting for a peer; the communicator's path is broken
+  Unsupported,  // dtype/op/size this path does not take: caller uses NCCL (decided identically on all ranks)
+  PeerTimeout,  // a previous call timed out waiting for a peer; the communicator's path is broken
   CudaError,
 };
 
@@ -57,8 +58,8 @@ class SymmetricComm {
   virtual ~SymmetricComm() = default;
 
   // Enqueues the all-reduce on `stream` (graph capture safe: all per-call state lives on the device).
-  virtual Status allReduce(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op,
-                           Algorithm algorithm, cudaStream_t stream) = 0;
+  virtual Status allReduce(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op, Algorithm algorithm,
+                           cudaStream_t stream) = 0;
 
   // The first error a kernel recorded (timeout), if any; cleared by nothing: the path stays off.
   virtual Status deviceStatus() const = 0;

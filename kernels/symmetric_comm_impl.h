@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The host object behind SymmetricComm (internal to kernels/).
 #include <atomic>
@@ -49,10 +50,10 @@ class SymmetricCommImpl final : public SymmetricComm {
   SymmetricConfig config_;
   LaunchOptions launch_;
   DeviceView view_{};
-  char* localBuffer_ = nullptr;               // cudaMalloc'd, exported through IPC
-  std::vector<char*> ipcOpened_;              // peer buffers opened with cudaIpcOpenMemHandle
-  DeviceControl* control_ = nullptr;          // device memory
-  volatile uint32_t* errorHost_ = nullptr;    // mapped pinned memory, [0] DeviceError, [1] peer
+  char* localBuffer_ = nullptr;             // cudaMalloc'd, exported through IPC
+  std::vector<char*> ipcOpened_;            // peer buffers opened with cudaIpcOpenMemHandle
+  DeviceControl* control_ = nullptr;        // device memory
+  volatile uint32_t* errorHost_ = nullptr;  // mapped pinned memory, [0] DeviceError, [1] peer
   std::atomic<bool> timeoutReported_{false};
   // Cross-stream order of eager calls (symmetric_comm.cpp): recorded after every eager launch.
   cudaEvent_t lastDone_ = nullptr;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Where everything lives in a rank's symmetric buffer, and the small rules the kernels and the host
 // agree on (slot rotation, two-shot chunk split, padding, sentinel bits, launch shape). Plain
@@ -26,10 +27,10 @@
 namespace symmem::kernels {
 
 inline constexpr int kMaxRanks = 8;
-inline constexpr int kRounds = 3;              // rotating round buffers (see rearmBuffer)
-inline constexpr size_t kVecBytes = 16;        // every transfer is a 16-byte vector
-inline constexpr size_t kSlotAlign = 128;      // slots start on a cache line
-inline constexpr size_t kCheckBytes = 4096;    // per-writer area of the setup P2P check
+inline constexpr int kRounds = 3;            // rotating round buffers (see rearmBuffer)
+inline constexpr size_t kVecBytes = 16;      // every transfer is a 16-byte vector
+inline constexpr size_t kSlotAlign = 128;    // slots start on a cache line
+inline constexpr size_t kCheckBytes = 4096;  // per-writer area of the setup P2P check
 
 SYMMEM_HD constexpr size_t roundUp(size_t x, size_t a) { return (x + a - 1) / a * a; }
 SYMMEM_HD constexpr size_t divUp(size_t x, size_t a) { return (x + a - 1) / a; }
@@ -52,9 +53,7 @@ SYMMEM_HD constexpr int rearmBuffer(uint64_t round) { return static_cast<int>((r
 // whole contract is on SentinelPacket (flag_protocol.cuh).
 inline constexpr uint32_t kArmedWord = 0x80000000u;
 SYMMEM_HD constexpr bool wordPending32(uint32_t w) { return w == 0x80000000u; }
-SYMMEM_HD constexpr bool wordPending16(uint32_t w) {
-  return (w & 0xffffu) == 0x8000u || (w >> 16) == 0x8000u;
-}
+SYMMEM_HD constexpr bool wordPending16(uint32_t w) { return (w & 0xffffu) == 0x8000u || (w >> 16) == 0x8000u; }
 // What a sender does to a word before it leaves: -0.0 elements become +0.0.
 SYMMEM_HD constexpr uint32_t clearNegZero32(uint32_t w) { return w == 0x80000000u ? 0u : w; }
 SYMMEM_HD constexpr uint32_t clearNegZero16(uint32_t w) {
@@ -66,18 +65,18 @@ SYMMEM_HD constexpr uint32_t clearNegZero16(uint32_t w) {
 // The setup-time P2P check: word i of the pattern writer `w` leaves in reader `r`'s check area.
 // It depends on both ranks, so a mapping that lands in the wrong peer's buffer is caught too.
 SYMMEM_HD constexpr uint32_t checkPatternWord(int writer, int reader, uint32_t i, uint32_t nonce) {
-  uint32_t x = nonce ^ (static_cast<uint32_t>(writer) * 0x9e3779b1u) ^ (static_cast<uint32_t>(reader) << 24) ^
-               (i * 0x85ebca6bu);
+  uint32_t x =
+      nonce ^ (static_cast<uint32_t>(writer) * 0x9e3779b1u) ^ (static_cast<uint32_t>(reader) << 24) ^ (i * 0x85ebca6bu);
   x ^= x >> 13;
   return x == kArmedWord ? 1u : x;
 }
 
 struct SymmetricLayout {
   int nRanks = 0;
-  size_t oneShotMaxBytes = 0;   // largest message the one-shot takes (0: off)
-  size_t twoShotMaxBytes = 0;   // largest message the two-shot takes (0: off)
+  size_t oneShotMaxBytes = 0;  // largest message the one-shot takes (0: off)
+  size_t twoShotMaxBytes = 0;  // largest message the two-shot takes (0: off)
   size_t oneShotSlotBytes = 0;
-  size_t chunkSlotBytes = 0;    // two-shot: room for one rank's chunk of the largest message
+  size_t chunkSlotBytes = 0;  // two-shot: room for one rank's chunk of the largest message
   size_t oneShotOffset = 0;
   size_t scatterOffset = 0;
   size_t gatherOffset = 0;
@@ -151,7 +150,7 @@ SYMMEM_HD constexpr bool twoShotFits(const SymmetricLayout& l, size_t bytes) {
 // a launch of one block is the cheapest, and one block can keep up to kMaxThreads vectors in flight.
 inline constexpr int kMaxThreads = 512;
 inline constexpr int kMinThreads = 32;
-inline constexpr int kMaxGrid = 128;           // hard cap on blocks per launch (DeviceControl size)
+inline constexpr int kMaxGrid = 128;  // hard cap on blocks per launch (DeviceControl size)
 inline constexpr int kDefaultMaxBlocks = 128;
 
 struct LaunchShape {

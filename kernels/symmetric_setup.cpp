@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Collective setup and teardown of a communicator's symmetric buffers.
 //
 // Exactly three all-gathers on every rank, whatever happens locally; each carries an ok flag and a
@@ -76,9 +77,7 @@ void setReason(char (&dst)[kReasonBytes], const std::string& text) {
   std::snprintf(dst, kReasonBytes, "%s", text.c_str());
 }
 
-std::string cudaText(const char* what, cudaError_t err) {
-  return std::string(what) + ": " + cudaGetErrorString(err);
-}
+std::string cudaText(const char* what, cudaError_t err) { return std::string(what) + ": " + cudaGetErrorString(err); }
 
 // Setup may run while the application captures a graph on another stream: the relaxed capture mode
 // lets cudaMalloc & co run. Gives the calling thread its mode back on scope exit.
@@ -218,9 +217,10 @@ void warnFailedPairs(const std::vector<StepRecord>& steps, const std::vector<Fac
   for (size_t r = 0; r < steps.size(); ++r) {
     for (int q = 0; q < n; ++q) {
       if (steps[r].badWriters & (1u << q))
-        SYMMEM_WARN("symmetric setup: P2P check failed for the pair rank %d -> rank %zu (devices %d -> %d); "
-                    "symmetric path off for this communicator",
-                    q, r, all[q].device, all[r].device);
+        SYMMEM_WARN(
+            "symmetric setup: P2P check failed for the pair rank %d -> rank %zu (devices %d -> %d); "
+            "symmetric path off for this communicator",
+            q, r, all[q].device, all[r].device);
     }
   }
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // A message as whole 16-byte vectors: the kernels move every message vector by vector, whatever
 // the alignment and length of the caller's buffers. A vector that is whole and 16-byte aligned is

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Checks nccl-tests logs and compares a stock run with a plugin run.
 
 The format is what nccl-tests prints (src/util.cu): one data row per size, dtype and op,

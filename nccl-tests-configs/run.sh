@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs every case of cases.txt twice, stock NCCL and with the symmem tuner plugin, checks both runs
 # and prints a per-size comparison (CSV alongside). Exit status: 0 only if every run passed.
 #

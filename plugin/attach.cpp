@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "plugin/attach.h"
 
 #include <dlfcn.h>
@@ -107,17 +108,38 @@ LoadedObject describe(const dl_phdr_info& info) {
   for (const Dyn* d = dynamic; d->d_tag != DT_NULL; ++d) {
     const Addr ptr = runtimeAddress(d->d_un.d_ptr, o.base);
     switch (d->d_tag) {
-      case DT_SYMTAB: o.symtab = reinterpret_cast<const Sym*>(ptr); break;
-      case DT_STRTAB: o.strtab = reinterpret_cast<const char*>(ptr); break;
-      case DT_JMPREL: o.pltRelocs = reinterpret_cast<const Rela*>(ptr); break;
-      case DT_PLTRELSZ: pltRelocBytes = d->d_un.d_val; break;
-      case DT_PLTREL: pltIsRela = d->d_un.d_val == DT_RELA; break;
-      case DT_RELA: o.relocs = reinterpret_cast<const Rela*>(ptr); break;
-      case DT_RELASZ: relocBytes = d->d_un.d_val; break;
-      case DT_RELAENT: relocEntryBytes = d->d_un.d_val ? d->d_un.d_val : sizeof(Rela); break;
-      case DT_GNU_HASH: o.gnuHash = reinterpret_cast<const uint32_t*>(ptr); break;
-      case DT_HASH: o.sysvHash = reinterpret_cast<const uint32_t*>(ptr); break;
-      default: break;
+      case DT_SYMTAB:
+        o.symtab = reinterpret_cast<const Sym*>(ptr);
+        break;
+      case DT_STRTAB:
+        o.strtab = reinterpret_cast<const char*>(ptr);
+        break;
+      case DT_JMPREL:
+        o.pltRelocs = reinterpret_cast<const Rela*>(ptr);
+        break;
+      case DT_PLTRELSZ:
+        pltRelocBytes = d->d_un.d_val;
+        break;
+      case DT_PLTREL:
+        pltIsRela = d->d_un.d_val == DT_RELA;
+        break;
+      case DT_RELA:
+        o.relocs = reinterpret_cast<const Rela*>(ptr);
+        break;
+      case DT_RELASZ:
+        relocBytes = d->d_un.d_val;
+        break;
+      case DT_RELAENT:
+        relocEntryBytes = d->d_un.d_val ? d->d_un.d_val : sizeof(Rela);
+        break;
+      case DT_GNU_HASH:
+        o.gnuHash = reinterpret_cast<const uint32_t*>(ptr);
+        break;
+      case DT_HASH:
+        o.sysvHash = reinterpret_cast<const uint32_t*>(ptr);
+        break;
+      default:
+        break;
     }
   }
   // x86-64 and aarch64 only use RELA; a REL PLT table would be read wrongly, so it is ignored.
@@ -150,8 +172,8 @@ const Sym* findDynamicSymbol(const LoadedObject& o, const char* name) {
     const uint32_t bucketCount = o.gnuHash[0], firstHashed = o.gnuHash[1], bloomWords = o.gnuHash[2];
     if (bucketCount == 0) return nullptr;
     // The bloom filter words are address-sized; buckets and chain follow them.
-    const uint32_t* buckets = reinterpret_cast<const uint32_t*>(
-        reinterpret_cast<const Addr*>(o.gnuHash + 4) + bloomWords);
+    const uint32_t* buckets =
+        reinterpret_cast<const uint32_t*>(reinterpret_cast<const Addr*>(o.gnuHash + 4) + bloomWords);
     const uint32_t* chain = buckets + bucketCount;
     const uint32_t h = gnuHashOf(name);
     uint32_t index = buckets[h % bucketCount];
@@ -221,8 +243,8 @@ std::vector<MappedRegion> readMappedRegions() {
     uintptr_t start = 0, end = 0;
     char perms[5] = {};
     if (std::sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %4s", &start, &end, perms) != 3) continue;
-    const int protection = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
-                           (perms[2] == 'x' ? PROT_EXEC : 0);
+    const int protection =
+        (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) | (perms[2] == 'x' ? PROT_EXEC : 0);
     regions.push_back({start, end, protection});
   }
   std::fclose(maps);
@@ -379,8 +401,10 @@ std::vector<void*> resolveTargets(std::span<const Rebinding> rebindings, const A
   std::vector<void*> targets(rebindings.size(), nullptr);
   bool allGiven = true;
   for (size_t i = 0; i < rebindings.size(); ++i) {
-    if (rebindings[i].real && acceptableTarget(rebindings[i].real, rebindings)) targets[i] = rebindings[i].real;
-    else allGiven = false;
+    if (rebindings[i].real && acceptableTarget(rebindings[i].real, rebindings))
+      targets[i] = rebindings[i].real;
+    else
+      allGiven = false;
   }
   if (allGiven) return targets;
   if (!options.definingLibrary.empty()) {
@@ -392,9 +416,11 @@ std::vector<void*> resolveTargets(std::span<const Rebinding> rebindings, const A
     for (size_t i = 0; i < rebindings.size(); ++i) {
       if (targets[i]) continue;
       void* real = dlsym(library, rebindings[i].symbol);
-      if (acceptableTarget(real, rebindings)) targets[i] = real;
-      else report.notCovered.push_back(std::string(rebindings[i].symbol) + ": no usable definition in " +
-                                       options.definingLibrary + "; left alone");
+      if (acceptableTarget(real, rebindings))
+        targets[i] = real;
+      else
+        report.notCovered.push_back(std::string(rebindings[i].symbol) + ": no usable definition in " +
+                                    options.definingLibrary + "; left alone");
     }
     dlclose(library);  // drops the reference RTLD_NOLOAD took; the library stays loaded
     return targets;
@@ -509,8 +535,14 @@ AttachReport attachLocked(AttachState& s, std::span<const Rebinding> rebindings,
     if (original && targets[i] && !acceptableTarget(*original, rebindings)) *original = targets[i];
   }
   const std::vector<MappedRegion> regions = readMappedRegions();
-  PatchPass pass{rebindings, options, targets, regions, s.written, report,
-                 std::vector<bool>(rebindings.size(), false), std::vector<bool>(rebindings.size(), false)};
+  PatchPass pass{rebindings,
+                 options,
+                 targets,
+                 regions,
+                 s.written,
+                 report,
+                 std::vector<bool>(rebindings.size(), false),
+                 std::vector<bool>(rebindings.size(), false)};
   forEachLoadedObject([&](const LoadedObject& o) { pass.visit(o); });
   for (size_t i = 0; i < rebindings.size(); ++i)
     if (targets[i] && !pass.referenced[i]) report.unreferenced.push_back(rebindings[i].symbol);
@@ -562,8 +594,7 @@ int undoRebindings() {
   forEachLoadedObject([&](const LoadedObject& o) {
     for (auto it = s.written.rbegin(); it != s.written.rend(); ++it) {
       if (!o.contains(it->slot) || __atomic_load_n(it->slot, __ATOMIC_ACQUIRE) != it->written) continue;
-      if (writeSlot(it->slot, it->previous, protectionOf(regions, o, reinterpret_cast<Addr>(it->slot))))
-        ++restored;
+      if (writeSlot(it->slot, it->previous, protectionOf(regions, o, reinterpret_cast<Addr>(it->slot)))) ++restored;
     }
   });
   s.written.clear();

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Attach: make the calls that already-loaded objects make to a set of dynamic symbols land on our
 // replacement functions, by rewriting the GOT slots those calls go through (JUMP_SLOT for calls
@@ -17,8 +18,8 @@
 namespace symmem {
 
 struct Rebinding {
-  const char* symbol;   // dynamic symbol name, e.g. "ncclAllReduce"
-  void* replacement;    // where references to `symbol` should lead from now on
+  const char* symbol;  // dynamic symbol name, e.g. "ncclAllReduce"
+  void* replacement;   // where references to `symbol` should lead from now on
   // Receives the real function the replacement forwards to. Set before any slot is written, so a
   // call that lands on the replacement right after the write can already forward. Never set to a
   // replacement or to anything inside an object that holds one (that would recurse forever); a value

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "plugin/code_hook.h"
 
 #include <dirent.h>
@@ -14,9 +15,9 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <cstdlib>
 #include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <mutex>
@@ -30,7 +31,7 @@ namespace symmem {
 
 namespace {
 
-constexpr size_t kJumpBytes = 5;     // jmp rel32
+constexpr size_t kJumpBytes = 5;      // jmp rel32
 constexpr size_t kAbsJumpBytes = 14;  // jmp qword [rip+0]; .quad target
 constexpr size_t kSlotBytes = 64;     // per hook: a relay to the replacement, then the trampoline
 constexpr size_t kRelayOffset = 0;
@@ -81,8 +82,7 @@ bool planHook(const X86Decoder& decoder, const CodeHook& hook, Plan& plan, std::
   void* entry = nullptr;
   const bool known = dladdr1(hook.target, &info, &entry, RTLD_DL_SYMENT) != 0;
   const auto* sym = static_cast<const ElfW(Sym)*>(entry);
-  if (!known || !sym ||
-      info.dli_saddr != hook.target || ELF64_ST_TYPE(sym->st_info) != STT_FUNC) {
+  if (!known || !sym || info.dli_saddr != hook.target || ELF64_ST_TYPE(sym->st_info) != STT_FUNC) {
     why = name + ": not the start of a function symbol, so its size (and what branches into it) is unknown";
     return false;
   }
@@ -193,7 +193,8 @@ bool relocate(const Plan& plan, uint8_t* tramp, std::string& why) {
       std::memcpy(&disp, tramp + offset + in.displacementOffset, 4);
       const int64_t moved = static_cast<int64_t>(disp) + distance(plan.patchAt, tramp);
       if (moved < INT32_MIN || moved > INT32_MAX) {
-        why = std::string(plan.hook->name) + ": its RIP-relative " + in.mnemonic + " is out of reach from the trampoline";
+        why =
+            std::string(plan.hook->name) + ": its RIP-relative " + in.mnemonic + " is out of reach from the trampoline";
         return false;
       }
       const auto d = static_cast<int32_t>(moved);
@@ -458,7 +459,8 @@ CodeHookReport installCodeHooks(std::span<const CodeHook> hooks, const CodeHookO
   for (const CodeHook& h : hooks) {
     for (const Installed& i : gInstalled) {
       if (i.hook.target != h.target) continue;
-      if (i.replacement != h.replacement) return refuse(std::string(h.name) + ": already hooked to another replacement");
+      if (i.replacement != h.replacement)
+        return refuse(std::string(h.name) + ": already hooked to another replacement");
       ++already;
     }
   }

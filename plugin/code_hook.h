@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Code hooks: make every call to a function land on a replacement, whatever pointer the caller holds
 // (a GOT slot, a dlsym result cached before the hook, a ctypes function object), by writing a jump
@@ -52,11 +53,11 @@ struct InstalledHook {
 };
 
 struct CodeHookReport {
-  bool installed = false;          // every hook of the set is in place (now or from an earlier call)
+  bool installed = false;            // every hook of the set is in place (now or from an earlier call)
   std::vector<InstalledHook> hooks;  // in the order asked, when installed
-  std::string refusal;             // why nothing was written, when not installed
-  int threadsParked = 0;           // other threads parked while writing
-  int threadsMoved = 0;            // of those, threads moved from the rewritten bytes into a trampoline
+  std::string refusal;               // why nothing was written, when not installed
+  int threadsParked = 0;             // other threads parked while writing
+  int threadsMoved = 0;              // of those, threads moved from the rewritten bytes into a trampoline
 };
 
 // Installs every hook of the set, or none. Idempotent: a target already hooked to the same replacement

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "plugin/comm_setup.h"
 
 #include <cuda_runtime_api.h>
@@ -8,8 +9,8 @@
 #include <thread>
 #include <vector>
 
-#include "plugin/interposer.h"
 #include "core/log.h"
+#include "plugin/interposer.h"
 #include "topology/discover.h"
 
 namespace symmem {
@@ -74,9 +75,10 @@ class NcclRecordGather {
         return false;
       }
       if (std::chrono::steady_clock::now() > nextWarning) {
-        SYMMEM_WARN("setup on comm %p is still waiting for its peers' first eligible all-reduce (ncclCommAbort "
-                    "ends the wait, as it ends NCCL's own)",
-                    static_cast<void*>(comm_));
+        SYMMEM_WARN(
+            "setup on comm %p is still waiting for its peers' first eligible all-reduce (ncclCommAbort "
+            "ends the wait, as it ends NCCL's own)",
+            static_cast<void*>(comm_));
         nextWarning += kStillWaitingEvery;
       }
       std::this_thread::sleep_for(std::chrono::microseconds(20));

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The collective setup of one communicator's symmetric path (setUpSymmetricComm, declared in
 // plugin/interposer.h). Two exchanges on the communicator itself, through pncclAllGather on a

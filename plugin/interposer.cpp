@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "plugin/interposer.h"
 
 #include <cuda_runtime_api.h>
@@ -106,8 +107,8 @@ std::shared_ptr<CommState> Interposer::setUp(ncclComm_t comm, cudaStream_t strea
     SYMMEM_INFO(kLogInit | kLogColl,
                 "comm %p rank %d/%d: symmetric path on (cc %s, link %s, one-shot <= %s, two-shot <= %s)",
                 static_cast<void*>(comm), rank, nRanks, state->facts.cc.str().c_str(),
-                std::string(linkClassName(state->facts.link)).c_str(),
-                formatBytes(e ? e->oneShotMaxBytes : 0).c_str(), formatBytes(e ? e->twoShotMaxBytes : 0).c_str());
+                std::string(linkClassName(state->facts.link)).c_str(), formatBytes(e ? e->oneShotMaxBytes : 0).c_str(),
+                formatBytes(e ? e->twoShotMaxBytes : 0).c_str());
   } else {
     SYMMEM_INFO(kLogInit | kLogColl, "comm %p rank %d/%d: all-reduces stay on NCCL (%s)", static_cast<void*>(comm),
                 rank, nRanks, state->why.c_str());
@@ -144,10 +145,10 @@ ncclResult_t Interposer::allReduce(const void* sendbuff, void* recvbuff, size_t 
       return forward(sendbuff, recvbuff, count, datatype, op, comm, stream);
     case kernels::Status::PeerTimeout:
       std::call_once(state->errorReported, [&] {
-        SYMMEM_WARN("comm %p rank %d: a symmetric all-reduce timed out waiting for a peer (SYMMEM_TIMEOUT_MS=%lld); "
-                    "the results of that call are invalid and this communicator's calls now fail",
-                    static_cast<void*>(comm), state->rank,
-                    static_cast<long long>(process_.timeoutMs));
+        SYMMEM_WARN(
+            "comm %p rank %d: a symmetric all-reduce timed out waiting for a peer (SYMMEM_TIMEOUT_MS=%lld); "
+            "the results of that call are invalid and this communicator's calls now fail",
+            static_cast<void*>(comm), state->rank, static_cast<long long>(process_.timeoutMs));
       });
       return ncclSystemError;
     case kernels::Status::CudaError:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The interposer: what ncclAllReduce and the lifecycle/group entry points do when they reach the
 // plugin (preloaded, loaded in place of libnccl, or attached). Eligible all-reduces go to the
@@ -15,9 +16,9 @@
 #include <string>
 #include <unordered_map>
 
-#include "kernels/symmetric_comm.h"
-#include "core/log.h"
 #include "core/decision.h"
+#include "core/log.h"
+#include "kernels/symmetric_comm.h"
 #include "plugin/nccl_real.h"
 #include "plugin/process_context.h"
 
@@ -29,7 +30,7 @@ struct CommState {
   CommFacts facts;                    // agreed across ranks
   const Thresholds* entry = nullptr;  // the table entry for those facts
   std::unique_ptr<kernels::SymmetricComm> symmetric;
-  std::string why;                    // why the path is on or off (logged once)
+  std::string why;  // why the path is on or off (logged once)
   int rank = 0;
   int device = -1;
   std::once_flag errorReported;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "plugin/nccl_real.h"
 
 #include <dlfcn.h>
@@ -57,8 +58,7 @@ void forwardThrough(RealNccl& real, void* function, void* original) {
   // Plain pointer-sized stores, atomic on every target: a concurrent call reads the old or the new one.
   auto swap = [&](auto& field) {
     if (reinterpret_cast<void*>(field) == function)
-      __atomic_store_n(&field, reinterpret_cast<std::remove_reference_t<decltype(field)>>(original),
-                       __ATOMIC_RELEASE);
+      __atomic_store_n(&field, reinterpret_cast<std::remove_reference_t<decltype(field)>>(original), __ATOMIC_RELEASE);
   };
   swap(real.allReduce);
   swap(real.allGather);

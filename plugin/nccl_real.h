@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The real NCCL functions the interposer forwards to, resolved at run time from the loaded
 // libnccl (its pncclX aliases), so one plugin binary works with every NCCL 2.21 - 2.32 even where
@@ -7,7 +8,8 @@
 namespace symmem {
 
 struct RealNccl {
-  ncclResult_t (*allReduce)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t) = nullptr;
+  ncclResult_t (*allReduce)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
+                            cudaStream_t) = nullptr;
   ncclResult_t (*allGather)(const void*, void*, size_t, ncclDataType_t, ncclComm_t, cudaStream_t) = nullptr;
   ncclResult_t (*commDestroy)(ncclComm_t) = nullptr;
   ncclResult_t (*commFinalize)(ncclComm_t) = nullptr;
@@ -24,8 +26,8 @@ struct RealNccl {
 
   // The essentials the interposer cannot work without.
   bool usable() const {
-    return allReduce && allGather && commDestroy && commAbort && groupStart && groupEnd && commCount &&
-           commUserRank && commCuDevice && commGetAsyncError;
+    return allReduce && allGather && commDestroy && commAbort && groupStart && groupEnd && commCount && commUserRank &&
+           commCuDevice && commGetAsyncError;
   }
 };
 

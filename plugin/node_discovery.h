@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The bridge from the topology module to the node-wide facts the tuner and tools use.
 #include "plugin/process_context.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "plugin/process.h"
 
 #include <cstdlib>
@@ -46,10 +47,10 @@ RealNccl& Process::nccl() {
 Interposer& Process::interposer() {
   std::call_once(interposerOnce_, [this] {
     RealNccl& real = nccl();
-    interposer_ = std::make_unique<Interposer>(real, context_, [this, &real](ncclComm_t comm, int rank, int nRanks,
-                                                                               int device) {
-      return setUpSymmetricComm(real, context_, comm, rank, nRanks, device);
-    });
+    interposer_ =
+        std::make_unique<Interposer>(real, context_, [this, &real](ncclComm_t comm, int rank, int nRanks, int device) {
+          return setUpSymmetricComm(real, context_, comm, rank, nRanks, device);
+        });
   });
   return *interposer_;
 }

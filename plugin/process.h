@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The plugin's process-wide state and its one owner: the settings (the only place the environment is
 // read), the node's topology, the decision table, the context that decisions are made from, the NCCL

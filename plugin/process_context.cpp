@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "plugin/process_context.h"
 
 #include "plugin/node_discovery.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // What a process works out once and every communicator then shares, as plain values passed down to
 // the tuner, the interposer and the setup: the policy from settings, the node's GPUs and links, the
@@ -15,12 +16,12 @@ namespace symmem {
 // Node-wide facts, the same on every rank of a single-node communicator (NVML sees every GPU of
 // the node whatever CUDA_VISIBLE_DEVICES says), so tuner decisions built on them agree across ranks.
 struct NodeSummary {
-  ComputeCapability cc;                 // lowest capability on the node; {0,0} if unknown
+  ComputeCapability cc;  // lowest capability on the node; {0,0} if unknown
   bool mixedCapabilities = false;
   LinkClass link = LinkClass::Unknown;  // worst link between any two GPUs of the node
   bool allPairsP2p = false;
   int gpuCount = 0;
-  std::string description;              // one line for logs and symmem-info
+  std::string description;  // one line for logs and symmem-info
 };
 
 struct ProcessContext {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Keeps a loaded shared object mapped until the process exits, whatever dlclose calls follow. NCCL
 // dlcloses its tuner after the last communicator; once the plugin has rebound GOT slots or hooked

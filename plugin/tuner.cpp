@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "plugin/tuner.h"
 
 #include <algorithm>
@@ -24,8 +25,8 @@ TunerComm makeTunerComm(const ProcessContext& process, uint64_t commId, size_t n
   comm.facts.symmetricCapacityBytes = 0;  // the tuner never sees calls the symmetric path takes
   if (!comm.policy.enabled || !comm.policy.tuner || nNodes != 1 || nRanks < 2) return comm;
   if (process.table && comm.facts.cc.known() && comm.facts.link != LinkClass::Unknown) {
-    comm.entry = lookupWithFallbackWarning(*process.table, comm.facts.cc, comm.facts.link,
-                                           static_cast<int>(nRanks)).entry;
+    comm.entry =
+        lookupWithFallbackWarning(*process.table, comm.facts.cc, comm.facts.link, static_cast<int>(nRanks)).entry;
   }
   comm.active = comm.entry != nullptr && comm.entry->numBands > 0;
   return comm;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The tuner, implemented once against the v5 shape; plugin/entry/tuner_exports.cpp adapts it to
 // every ABI version NCCL may ask for.

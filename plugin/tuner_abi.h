@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // NCCL's tuner plugin ABI, versions 2 to 7, declared by this project from NCCL's documented
 // layout (NCCL does not install its plugin headers). Each ncclTunerPlugin_vN symbol is a data
@@ -9,8 +10,14 @@ namespace symmem::abi {
 
 // ncclResult_t: an int-sized enum.
 enum Result : int {
-  kSuccess = 0, kUnhandledCudaError = 1, kSystemError = 2, kInternalError = 3,
-  kInvalidArgument = 4, kInvalidUsage = 5, kRemoteError = 6, kInProgress = 7,
+  kSuccess = 0,
+  kUnhandledCudaError = 1,
+  kSystemError = 2,
+  kInternalError = 3,
+  kInvalidArgument = 4,
+  kInvalidUsage = 5,
+  kRemoteError = 6,
+  kInProgress = 7,
 };
 
 // ncclFunc_t: only Broadcast..AllReduce (0..4) reach the tuner.
@@ -28,7 +35,7 @@ struct NvlDomainInfoV5 {
 
 inline constexpr int kConstAlgos = 7;
 inline constexpr int kConstProtos = 3;
-inline constexpr int kConstLinks = 3;     // NVLINK 0, PCI 1, NET 2
+inline constexpr int kConstLinks = 3;       // NVLINK 0, PCI 1, NET 2
 inline constexpr int kConstCompCaps = 4;    // Volta 0, Ampere 1, Hopper 2, Blackwell 3
 inline constexpr int kConstCompCapsV7 = 5;  // v7: the same four, then Rubin 4
 inline constexpr int kConstScales = 3;      // 1 node 0, 2 nodes 1, 4 nodes 2
@@ -67,8 +74,8 @@ struct TunerV2 {
 struct TunerV3 {
   const char* name;
   Result (*init)(size_t nRanks, size_t nNodes, Logger logFunction, void** context);
-  Result (*getCollInfo)(void* context, Func collType, size_t nBytes, int numPipeOps, float** collCostTable,
-                        int numAlgo, int numProto, int* nChannels);
+  Result (*getCollInfo)(void* context, Func collType, size_t nBytes, int numPipeOps, float** collCostTable, int numAlgo,
+                        int numProto, int* nChannels);
   Result (*destroy)(void* context);
 };
 
@@ -76,8 +83,8 @@ struct TunerV3 {
 struct TunerV4 {
   const char* name;
   Result (*init)(size_t nRanks, size_t nNodes, Logger logFunction, void** context);
-  Result (*getCollInfo)(void* context, Func collType, size_t nBytes, int numPipeOps, float** collCostTable,
-                        int numAlgo, int numProto, int regBuff, int* nChannels);
+  Result (*getCollInfo)(void* context, Func collType, size_t nBytes, int numPipeOps, float** collCostTable, int numAlgo,
+                        int numProto, int regBuff, int* nChannels);
   Result (*destroy)(void* context);
 };
 
@@ -86,8 +93,8 @@ struct TunerV5 {
   const char* name;
   Result (*init)(void** ctx, uint64_t commId, size_t nRanks, size_t nNodes, Logger logFunction,
                  NvlDomainInfoV5* nvlDomainInfo, TunerConstantsV5* constants);
-  Result (*getCollInfo)(void* context, Func collType, size_t nBytes, int numPipeOps, float** collCostTable,
-                        int numAlgo, int numProto, int regBuff, int* nChannels);
+  Result (*getCollInfo)(void* context, Func collType, size_t nBytes, int numPipeOps, float** collCostTable, int numAlgo,
+                        int numProto, int regBuff, int* nChannels);
   Result (*finalize)(void* context);
 };
 
@@ -96,8 +103,8 @@ struct TunerV6 {
   const char* name;
   Result (*init)(void** ctx, uint64_t commId, size_t nRanks, size_t nNodes, Logger logFunction,
                  NvlDomainInfoV5* nvlDomainInfo, TunerConstantsV5* constants);
-  Result (*getCollInfo)(void* context, Func collType, size_t nBytes, int numPipeOps, float** collCostTable,
-                        int numAlgo, int numProto, int regBuff, int* nChannels);
+  Result (*getCollInfo)(void* context, Func collType, size_t nBytes, int numPipeOps, float** collCostTable, int numAlgo,
+                        int numProto, int regBuff, int* nChannels);
   Result (*finalize)(void* context);
   Result (*getChunkSize)(void* context, Func collType, size_t nBytes, int algo, int proto, int nChannels,
                          size_t* chunkSize);
@@ -108,8 +115,8 @@ struct TunerV7 {
   const char* name;
   Result (*init)(void** ctx, uint64_t commId, size_t nRanks, size_t nNodes, Logger logFunction,
                  NvlDomainInfoV5* nvlDomainInfo, TunerConstantsV7* constants);
-  Result (*getCollInfo)(void* context, Func collType, size_t nBytes, int numPipeOps, float** collCostTable,
-                        int numAlgo, int numProto, int regBuff, int* nChannels);
+  Result (*getCollInfo)(void* context, Func collType, size_t nBytes, int numPipeOps, float** collCostTable, int numAlgo,
+                        int numProto, int regBuff, int* nChannels);
   Result (*finalize)(void* context);
   Result (*getChunkSize)(void* context, Func collType, size_t nBytes, int algo, int proto, int nChannels,
                          size_t* chunkSize);
@@ -135,8 +142,7 @@ static_assert(offsetof(TunerConstantsV7, perChMaxNVLSTreeBws) == 144 * sizeof(do
 
 template <typename T>
 constexpr bool kFourPointerStruct = sizeof(T) == 4 * sizeof(void*) && offsetof(T, name) == 0 &&
-                                    offsetof(T, init) == sizeof(void*) &&
-                                    offsetof(T, getCollInfo) == 2 * sizeof(void*);
+                                    offsetof(T, init) == sizeof(void*) && offsetof(T, getCollInfo) == 2 * sizeof(void*);
 static_assert(kFourPointerStruct<TunerV2> && offsetof(TunerV2, destroy) == 3 * sizeof(void*));
 static_assert(kFourPointerStruct<TunerV3> && offsetof(TunerV3, destroy) == 3 * sizeof(void*));
 static_assert(kFourPointerStruct<TunerV4> && offsetof(TunerV4, destroy) == 3 * sizeof(void*));

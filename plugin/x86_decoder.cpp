@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "plugin/x86_decoder.h"
 
 #include <dlfcn.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // An x86-64 instruction decoder for the code hooks, backed by Zydis loaded at run time (like NVML
 // and hwloc, it is not a load-time dependency of the plugin). It answers only what relocating a
@@ -12,7 +13,7 @@ namespace symmem {
 
 struct X86Instruction {
   uint8_t length = 0;
-  std::string mnemonic;          // "push", "endbr64", ... (for messages)
+  std::string mnemonic;  // "push", "endbr64", ... (for messages)
   bool isEndbr64 = false;
   bool changesControlFlow = false;  // jmp, jcc, call, ret, loop, int3, syscall, ...
   // A branch with a relative target (jmp/jcc/call/loop/xbegin rel8/rel32): where it goes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The data the measuring tools all-reduce, its element type, and its check: small integers (exact in
 // bf16, fp16 and fp32, and so are their sums over up to 64 ranks), different on every rank and

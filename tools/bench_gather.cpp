@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "tools/bench_gather.h"
 
 #include <cuda_runtime_api.h>

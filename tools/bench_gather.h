@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The all-gather the measuring tools hand to kernels::SymmetricComm::create, and use for their own
 // exchanges (CUDA IPC handles): host bytes through ncclAllGather on the rank's communicator. The NCCL

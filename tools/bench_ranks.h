@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // One process per GPU for the measuring tools (symmem-bench, symmem-tune): the parent forks the
 // ranks before any CUDA or NCCL call (it makes none: a CUDA context does not survive fork), and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // How the measuring tools time one path at one size (the method symmem-bench and symmem-tune share):
 // `calls` back-to-back calls are captured into one CUDA graph; after a warm-up replay, each timed
@@ -20,10 +21,10 @@ namespace symmem::bench {
 }  // namespace symmem::bench
 
 // A CUDA failure in a measuring rank ends that rank with exit code 2. Expects `rank` in scope.
-#define CUDA_CHECK(call)                                                                                   \
-  do {                                                                                                     \
-    const cudaError_t e_ = (call);                                                                         \
-    if (e_ != cudaSuccess)                                                                                 \
+#define CUDA_CHECK(call)                                                                                \
+  do {                                                                                                  \
+    const cudaError_t e_ = (call);                                                                      \
+    if (e_ != cudaSuccess)                                                                              \
       ::symmem::bench::endRankAfterFailure(rank, __FILE__, __LINE__, #call, cudaGetErrorString(e_), 2); \
   } while (0)
 

@@ -1,15 +1,16 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "tools/info_topology.h"
 
 #include <sstream>
 #include <vector>
 
+#include "plugin/process.h"
 #include "plugin/process_context.h"
+#include "symmem/default_topology.h"
 #include "topology/classify.h"
 #include "topology/describe.h"
 #include "topology/discover.h"
 #include "topology/topology_file.h"
-#include "symmem/default_topology.h"
-#include "plugin/process.h"
 
 namespace symmem {
 
@@ -43,12 +44,17 @@ MachineView viewOf(const Topology& topo, const std::string& heading) {
     view.text += "compute capability: not in this topology; assuming 12.0 (pass --cc or set SYMMEM_CC)\n";
   }
   switch (p2pOfAll(topo)) {
-    case Support::Yes: view.allPairsP2p = true; break;
-    case Support::No: view.allPairsP2p = false; break;
+    case Support::Yes:
+      view.allPairsP2p = true;
+      break;
+    case Support::No:
+      view.allPairsP2p = false;
+      break;
     case Support::Unknown:
       view.allPairsP2p = true;
-      view.text += "P2P: not in this topology; assumed to work (add an `nvidia-smi topo -p2p rw` capture: "
-                   "--topo topo.txt,p2p-rw.txt)\n";
+      view.text +=
+          "P2P: not in this topology; assumed to work (add an `nvidia-smi topo -p2p rw` capture: "
+          "--topo topo.txt,p2p-rw.txt)\n";
       break;
   }
   return view;

@@ -1,10 +1,11 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The machine symmem-info describes: a topology file, the detected node, or the bundled default.
 #include <string>
 
 #include "core/capability.h"
-#include "core/settings.h"
 #include "core/link_class.h"
+#include "core/settings.h"
 
 namespace symmem {
 

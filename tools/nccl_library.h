@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // NCCL as the tools call it without linking it: loaded with dlopen, so a machine without NCCL gets a
 // message that says so instead of the loader's "error while loading shared libraries". symmem-tune

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Latency-versus-size plots for docs/, made from the benchmark CSVs (never typed in by hand).
 
   tools/plot_results.py kernels  docs/results/kernels_bf16_h200x2.csv  --oneshot 1MiB --twoshot 8MiB \

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "tools/plugin_load_check.h"
 
 #include <dlfcn.h>
@@ -62,8 +63,8 @@ PluginLoadReport checkPluginLoads(const std::string& path) {
   void* ctx = nullptr;
   const bool initOk = v5->init(&ctx, 0x5eed, 8, 1, quietLogger, nullptr, nullptr) == abi::kSuccess;
   int nChannels = 0;
-  const bool collOk = v5->getCollInfo(ctx, 4, 4096, 1, reinterpret_cast<float**>(table), 7, 3, 0, &nChannels) ==
-                      abi::kSuccess;
+  const bool collOk =
+      v5->getCollInfo(ctx, 4, 4096, 1, reinterpret_cast<float**>(table), 7, 3, 0, &nChannels) == abi::kSuccess;
   int ignored = 0;
   for (auto& row : table)
     for (float c : row) ignored += c < 0;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Loads the plugin shared object exactly as NCCL does (dlopen RTLD_NOW | RTLD_LOCAL, then dlsym of
 // ncclTunerPlugin_v7 .. _v2) and runs one init / getCollInfo / finalize cycle on a cost table

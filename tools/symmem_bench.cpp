@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // symmem-bench: side-by-side all-reduce latency of stock NCCL (plain buffers), NCCL's symmetric
 // windows, and this project's one-shot and two-shot kernels, eager and under CUDA graphs.
 //
@@ -69,9 +70,12 @@ size_t parseSize(const char* s) {
   char* end = nullptr;
   double v = std::strtod(s, &end);
   if (end != nullptr) {
-    if (*end == 'K' || *end == 'k') v *= 1024;
-    else if (*end == 'M' || *end == 'm') v *= 1024.0 * 1024;
-    else if (*end == 'G' || *end == 'g') v *= 1024.0 * 1024 * 1024;
+    if (*end == 'K' || *end == 'k')
+      v *= 1024;
+    else if (*end == 'M' || *end == 'm')
+      v *= 1024.0 * 1024;
+    else if (*end == 'G' || *end == 'g')
+      v *= 1024.0 * 1024 * 1024;
   }
   return static_cast<size_t>(v);
 }
@@ -82,23 +86,45 @@ bool parseArgs(int argc, char** argv, Options& o) {
     auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
     const char* v = nullptr;
     if (a == "-h" || a == "--help") return false;
-    if (a == "--no-eager") { o.eager = false; continue; }
-    if (a == "--no-pdl") { o.pdl = false; continue; }
-    if (a == "--no-stream-order") { o.streamOrder = false; continue; }
+    if (a == "--no-eager") {
+      o.eager = false;
+      continue;
+    }
+    if (a == "--no-pdl") {
+      o.pdl = false;
+      continue;
+    }
+    if (a == "--no-stream-order") {
+      o.streamOrder = false;
+      continue;
+    }
     if ((v = next()) == nullptr) return false;
-    if (a == "-b") o.minBytes = parseSize(v);
-    else if (a == "-e") o.maxBytes = parseSize(v);
-    else if (a == "-f") o.factor = std::atoi(v);
-    else if (a == "--dtype") o.dtype = v;
-    else if (a == "--csv") o.csv = v;
-    else if (a == "--iters") o.iters = std::atoi(v);
-    else if (a == "--reps") o.reps = std::atoi(v);
-    else if (a == "--ngpus") o.nGpus = std::atoi(v);
-    else if (a == "--one-shot-max") o.oneShotMax = parseSize(v);
-    else if (a == "--two-shot-max") o.twoShotMax = parseSize(v);
-    else if (a == "--max-blocks") o.maxBlocks = std::atoi(v);
-    else if (a == "--timeout-s") o.timeoutSec = std::atoi(v);
-    else return false;
+    if (a == "-b")
+      o.minBytes = parseSize(v);
+    else if (a == "-e")
+      o.maxBytes = parseSize(v);
+    else if (a == "-f")
+      o.factor = std::atoi(v);
+    else if (a == "--dtype")
+      o.dtype = v;
+    else if (a == "--csv")
+      o.csv = v;
+    else if (a == "--iters")
+      o.iters = std::atoi(v);
+    else if (a == "--reps")
+      o.reps = std::atoi(v);
+    else if (a == "--ngpus")
+      o.nGpus = std::atoi(v);
+    else if (a == "--one-shot-max")
+      o.oneShotMax = parseSize(v);
+    else if (a == "--two-shot-max")
+      o.twoShotMax = parseSize(v);
+    else if (a == "--max-blocks")
+      o.maxBlocks = std::atoi(v);
+    else if (a == "--timeout-s")
+      o.timeoutSec = std::atoi(v);
+    else
+      return false;
   }
   return o.factor >= 2 && o.iters > 0 && o.reps > 0 && o.minBytes > 0 && o.maxBytes >= o.minBytes &&
          (o.dtype == "bf16" || o.dtype == "fp16" || o.dtype == "fp32");
@@ -106,9 +132,9 @@ bool parseArgs(int argc, char** argv, Options& o) {
 
 // An NCCL failure ends the rank with exit code 3 (a CUDA failure: 2, tools/bench_timing.h). Expects
 // `rank` in scope.
-#define NCCL_CHECK(call)                                                                                   \
-  do {                                                                                                     \
-    const ncclResult_t r_ = (call);                                                                        \
+#define NCCL_CHECK(call)                                                                                           \
+  do {                                                                                                             \
+    const ncclResult_t r_ = (call);                                                                                \
     if (r_ != ncclSuccess) bench::endRankAfterFailure(rank, __FILE__, __LINE__, #call, ncclGetErrorString(r_), 3); \
   } while (0)
 
@@ -147,7 +173,11 @@ struct Floor {
 // One rank's side of the run: its communicator and stream, the two buffers, our kernels.
 struct RankRun {
   RankRun(int rank, int nRanks, const Options& options, bench::RankRendezvous* shared)
-      : rank(rank), nRanks(nRanks), o(options), type(bench::elementTypeOf(options.dtype)), barrier(shared, rank, nRanks) {}
+      : rank(rank),
+        nRanks(nRanks),
+        o(options),
+        type(bench::elementTypeOf(options.dtype)),
+        barrier(shared, rank, nRanks) {}
 
   int rank;
   int nRanks;
@@ -172,7 +202,8 @@ bool joinCommunicator(RankRun& r, bench::RankRendezvous& shared) {
   const int rank = r.rank;
   CUDA_CHECK(cudaSetDevice(rank));
   ncclUniqueId id;
-  if (!bench::exchangeUniqueId(shared, rank, [&](ncclUniqueId* made) { NCCL_CHECK(ncclGetUniqueId(made)); }, &id))
+  if (!bench::exchangeUniqueId(
+          shared, rank, [&](ncclUniqueId* made) { NCCL_CHECK(ncclGetUniqueId(made)); }, &id))
     return false;
   NCCL_CHECK(ncclCommInitRank(&r.comm, r.nRanks, id, rank));
   CUDA_CHECK(cudaStreamCreateWithFlags(&r.stream, cudaStreamNonBlocking));
@@ -212,8 +243,10 @@ void setUpOurKernels(RankRun& r) {
 FILE* openCsv(const Options& o) {
   if (o.csv.empty()) return nullptr;
   FILE* csv = std::fopen(o.csv.c_str(), "w");
-  if (csv == nullptr) std::fprintf(stderr, "cannot write %s\n", o.csv.c_str());
-  else std::fprintf(csv, "bytes,dtype,ranks,path,mode,median_us,min_us,max_us,wrong\n");
+  if (csv == nullptr)
+    std::fprintf(stderr, "cannot write %s\n", o.csv.c_str());
+  else
+    std::fprintf(csv, "bytes,dtype,ranks,path,mode,median_us,min_us,max_us,wrong\n");
   return csv;
 }
 
@@ -227,10 +260,11 @@ void printRunHeader(const RankRun& r) {
   cudaRuntimeGetVersion(&rt);
   cudaDriverGetVersion(&drv);
   const Options& o = r.o;
-  std::printf("# symmem-bench: %d x %s, NCCL %d, CUDA runtime %d, driver %d, %s sum, in place, %d calls x %d reps, "
-              "max blocks %d, programmatic launch %s, cross-stream order %s\n",
-              r.nRanks, prop.name, ncclVersion, rt, drv, o.dtype.c_str(), o.iters, o.reps, o.maxBlocks,
-              o.pdl ? "on" : "off", o.streamOrder ? "on" : "off");
+  std::printf(
+      "# symmem-bench: %d x %s, NCCL %d, CUDA runtime %d, driver %d, %s sum, in place, %d calls x %d reps, "
+      "max blocks %d, programmatic launch %s, cross-stream order %s\n",
+      r.nRanks, prop.name, ncclVersion, rt, drv, o.dtype.c_str(), o.iters, o.reps, o.maxBlocks, o.pdl ? "on" : "off",
+      o.streamOrder ? "on" : "off");
 }
 
 // ---- The floor ------------------------------------------------------------------------------
@@ -288,13 +322,15 @@ Floor measureFloor(RankRun& r) {
 }
 
 void reportFloor(const RankRun& r, const Floor& f) {
-  std::printf("# floor: empty kernel in a graph %.2f us (programmatic launch) / %.2f us (plain); one-way 16-byte "
-              "peer store latency %.2f us\n",
-              f.emptyKernelProgrammaticUs, f.emptyKernelUs, f.peerStoreOneWayUs);
+  std::printf(
+      "# floor: empty kernel in a graph %.2f us (programmatic launch) / %.2f us (plain); one-way 16-byte "
+      "peer store latency %.2f us\n",
+      f.emptyKernelProgrammaticUs, f.emptyKernelUs, f.peerStoreOneWayUs);
   if (r.csv == nullptr) return;
   const char* dtype = r.o.dtype.c_str();
   std::fprintf(r.csv, "0,%s,%d,empty-kernel,graph,%.3f,,,0\n", dtype, r.nRanks, f.emptyKernelUs);
-  std::fprintf(r.csv, "0,%s,%d,empty-kernel-programmatic,graph,%.3f,,,0\n", dtype, r.nRanks, f.emptyKernelProgrammaticUs);
+  std::fprintf(r.csv, "0,%s,%d,empty-kernel-programmatic,graph,%.3f,,,0\n", dtype, r.nRanks,
+               f.emptyKernelProgrammaticUs);
   std::fprintf(r.csv, "16,%s,%d,peer-store-one-way,kernel,%.3f,,,0\n", dtype, r.nRanks, f.peerStoreOneWayUs);
 }
 
@@ -353,8 +389,8 @@ int measurePath(RankRun& r, bench::BatchTimer& timer, PathKind p, size_t bytes, 
   const size_t count = bytes / r.type.format.bytes;
   auto call = [&]() -> bool { return enqueueAllReduce(r, p, count); };
   if (rank == 0) std::fprintf(stderr, "\r[symmem-bench] %10zu B %-9s", bytes, pathName(p));
-  result->wrong = bench::countWrongAfterOneCall(rank, r.nRanks, r.barrier, r.stream, bufferFor(r, p), count,
-                                                r.type.format, call);
+  result->wrong =
+      bench::countWrongAfterOneCall(rank, r.nRanks, r.barrier, r.stream, bufferFor(r, p), count, r.type.format, call);
   if (result->wrong < 0) {
     std::fprintf(stderr, "[rank %d] %s failed at %zu bytes\n", rank, pathName(p), bytes);
     return 5;
@@ -368,7 +404,8 @@ int measurePath(RankRun& r, bench::BatchTimer& timer, PathKind p, size_t bytes, 
   result->graphUs = bench::medianOfSorted(us);
   writeCsvRow(r, bytes, p, "graph", us, result->wrong);
   if (r.ours && r.ours->deviceStatus() != symmem::kernels::Status::Ok) {
-    std::fprintf(stderr, "[rank %d] symmetric path reports %s\n", rank, symmem::kernels::statusName(r.ours->deviceStatus()));
+    std::fprintf(stderr, "[rank %d] symmetric path reports %s\n", rank,
+                 symmem::kernels::statusName(r.ours->deviceStatus()));
     return 6;
   }
   return 0;
@@ -402,8 +439,10 @@ std::string cells(const SizeResults& row, bool graph) {
   for (PathKind p : kAllPaths) {
     const double v = medianUs(row, p, graph);
     char b[32];
-    if (std::isnan(v)) std::snprintf(b, sizeof b, "%9s", "-");
-    else std::snprintf(b, sizeof b, "%9.2f", v);
+    if (std::isnan(v))
+      std::snprintf(b, sizeof b, "%9s", "-");
+    else
+      std::snprintf(b, sizeof b, "%9.2f", v);
     text += b;
   }
   return text;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // symmem-info: what the plugin would do, and why.
 //
 //   symmem-info                         detected machine, or the bundled default without GPUs
@@ -11,13 +12,13 @@
 #include <string>
 #include <vector>
 
-#include "plugin/process.h"
 #include "core/collective.h"
 #include "core/decision.h"
 #include "core/decision_table.h"
-#include "plugin/process_context.h"
 #include "core/settings.h"
 #include "core/table_file.h"
+#include "plugin/process.h"
+#include "plugin/process_context.h"
 #include "symmem/version.h"
 #include "tools/info_topology.h"
 #include "tools/nccl_library.h"
@@ -103,11 +104,16 @@ bool parseArgs(int argc, char** argv, Options& o) {
       const char* v = value("--dtype");
       if (!v) return false;
       std::string s = v;
-      if (s == "bf16" || s == "bfloat16") o.dtype = DataType::Bfloat16;
-      else if (s == "fp16" || s == "half") o.dtype = DataType::Float16;
-      else if (s == "fp32" || s == "float") o.dtype = DataType::Float32;
-      else if (s == "double" || s == "fp64") o.dtype = DataType::Float64;
-      else if (s == "int32") o.dtype = DataType::Int32;
+      if (s == "bf16" || s == "bfloat16")
+        o.dtype = DataType::Bfloat16;
+      else if (s == "fp16" || s == "half")
+        o.dtype = DataType::Float16;
+      else if (s == "fp32" || s == "float")
+        o.dtype = DataType::Float32;
+      else if (s == "double" || s == "fp64")
+        o.dtype = DataType::Float64;
+      else if (s == "int32")
+        o.dtype = DataType::Int32;
       else {
         fprintf(stderr, "symmem-info: bad --dtype '%s'\n", v);
         return false;
@@ -116,11 +122,16 @@ bool parseArgs(int argc, char** argv, Options& o) {
       const char* v = value("--op");
       if (!v) return false;
       std::string s = v;
-      if (s == "sum") o.op = ReduceOp::Sum;
-      else if (s == "prod") o.op = ReduceOp::Prod;
-      else if (s == "min") o.op = ReduceOp::Min;
-      else if (s == "max") o.op = ReduceOp::Max;
-      else if (s == "avg") o.op = ReduceOp::Avg;
+      if (s == "sum")
+        o.op = ReduceOp::Sum;
+      else if (s == "prod")
+        o.op = ReduceOp::Prod;
+      else if (s == "min")
+        o.op = ReduceOp::Min;
+      else if (s == "max")
+        o.op = ReduceOp::Max;
+      else if (s == "avg")
+        o.op = ReduceOp::Avg;
       else {
         fprintf(stderr, "symmem-info: bad --op '%s'\n", v);
         return false;
@@ -173,8 +184,7 @@ void printDecisions(const DecisionTable& table, const CommFacts& baseFacts, cons
            found.used.str().c_str(), std::string(linkClassName(found.entry->link)).c_str(),
            found.entry->nRanks == kBeyondEightRanks ? "9+" : std::to_string(found.entry->nRanks).c_str(),
            limit(found.entry->oneShotMaxBytes).c_str(), limit(found.entry->twoShotMaxBytes).c_str(),
-           found.entry->numBands, found.exact ? "" : "  (nearest lower capability: unlisted GPU)",
-           found.entry->source);
+           found.entry->numBands, found.exact ? "" : "  (nearest lower capability: unlisted GPU)", found.entry->source);
   } else {
     printf("table entry: none (every call stays on NCCL)\n");
   }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // symmem-tune: measures stock NCCL against the symmetric one-shot and two-shot all-reduce on this
 // machine's GPUs and writes the table file the plugin reads (SYMMEM_TABLE). docs/tuning.md has the
 // method and the options.
@@ -16,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "plugin/process.h"
 #include "core/table_file.h"
+#include "plugin/process.h"
 #include "tools/bench_ranks.h"
 #include "tools/nccl_library.h"
 #include "tools/tune_crossover.h"
@@ -96,15 +97,16 @@ int main(int argc, char** argv) {
   }
   const NcclLibrary nccl = loadNcclLibrary(o.ncclLibrary);
   if (!nccl.ok()) {
-    const char* hint =
-        nccl.handle == nullptr ? ". Install NCCL 2.x, put its lib directory on LD_LIBRARY_PATH, or pass --nccl-lib PATH" : "";
+    const char* hint = nccl.handle == nullptr
+                           ? ". Install NCCL 2.x, put its lib directory on LD_LIBRARY_PATH, or pass --nccl-lib PATH"
+                           : "";
     std::fprintf(stderr, "symmem-tune: %s%s\n", nccl.error.c_str(), hint);
     return 1;
   }
   int ncclVersion = 0;
   nccl.getVersion(&ncclVersion);
-  const std::string planText = describePlan(plan, topology, o) + "  NCCL " + ncclVersionText(ncclVersion) + " (" +
-                               o.ncclLibrary + ")\n";
+  const std::string planText =
+      describePlan(plan, topology, o) + "  NCCL " + ncclVersionText(ncclVersion) + " (" + o.ncclLibrary + ")\n";
   if (o.planOnly) {
     std::printf("%s", planText.c_str());
     return 0;
@@ -150,17 +152,19 @@ int main(int argc, char** argv) {
     job.stepsBefore = stepsBefore;
     job.stepsTotal = stepsTotal;
     job.start = start;
-    const int code = bench::runForkedRanks(world.nRanks, "symmem-tune", o.timeoutSec,
-                                           [&](int rank) { return measureTuneRank(job, rank); }, true);
+    const int code = bench::runForkedRanks(
+        world.nRanks, "symmem-tune", o.timeoutSec, [&](int rank) { return measureTuneRank(job, rank); }, true);
     stepsBefore += stepsPerWorld;
     const std::string key = "ranks=" + std::to_string(world.nRanks);
     if (code != 0) {
-      failures.push_back(key + ": " + (report->error[0] ? std::string(report->error) : "a rank exited with " + std::to_string(code)));
+      failures.push_back(
+          key + ": " + (report->error[0] ? std::string(report->error) : "a rank exited with " + std::to_string(code)));
       continue;
     }
     const ComputeCapability cc{report->ccMajor[0], report->ccMinor[0]};
     bool sameCc = true;
-    for (int r = 1; r < world.nRanks; ++r) sameCc = sameCc && report->ccMajor[r] == cc.major && report->ccMinor[r] == cc.minor;
+    for (int r = 1; r < world.nRanks; ++r)
+      sameCc = sameCc && report->ccMajor[r] == cc.major && report->ccMinor[r] == cc.minor;
     if (!sameCc || (provenance.capability.known() && provenance.capability != cc)) {
       failures.push_back(key + ": the GPUs report different compute capabilities");
       continue;

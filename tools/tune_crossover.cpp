@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "tools/tune_crossover.h"
 
 #include <algorithm>
@@ -10,9 +11,12 @@ namespace symmem {
 
 const char* tunedChoiceName(TunedChoice c) {
   switch (c) {
-    case TunedChoice::Nccl: return "nccl";
-    case TunedChoice::OneShot: return "one-shot";
-    case TunedChoice::TwoShot: return "two-shot";
+    case TunedChoice::Nccl:
+      return "nccl";
+    case TunedChoice::OneShot:
+      return "one-shot";
+    case TunedChoice::TwoShot:
+      return "two-shot";
   }
   return "?";
 }
@@ -67,8 +71,8 @@ Crossover findCrossover(std::vector<SizeMedians> medians, double margin) {
   // Two-shot: the unbroken run of wins right above the one-shot range.
   for (; i < result.sizes.size() && result.sizes[i].twoShotWins; ++i) {
     result.sizes[i].chosen = TunedChoice::TwoShot;
-    result.sizes[i].why = comparison("two-shot", medians[i].twoShotUs, medians[i].ncclUs, margin) +
-                          ", one-shot " + microseconds(medians[i].oneShotUs);
+    result.sizes[i].why = comparison("two-shot", medians[i].twoShotUs, medians[i].ncclUs, margin) + ", one-shot " +
+                          microseconds(medians[i].oneShotUs);
     result.twoShotMaxBytes = result.sizes[i].bytes;
   }
   const size_t twoShotEnd = i;

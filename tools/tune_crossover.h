@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Where the symmetric kernels stop paying off: from per-size median latencies of stock NCCL, our
 // one-shot and our two-shot kernels to the two byte limits a table entry holds.
@@ -40,8 +41,8 @@ struct SizeVerdict {
 };
 
 struct Crossover {
-  uint64_t oneShotMaxBytes = 0;  // 0: one-shot off
-  uint64_t twoShotMaxBytes = 0;  // 0: two-shot off; otherwise > oneShotMaxBytes
+  uint64_t oneShotMaxBytes = 0;    // 0: one-shot off
+  uint64_t twoShotMaxBytes = 0;    // 0: two-shot off; otherwise > oneShotMaxBytes
   std::vector<SizeVerdict> sizes;  // one per input size, in ascending size order
 };
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "tools/tune_measure.h"
 
 #include <cuda_runtime_api.h>
@@ -39,8 +40,10 @@ void showProgress(const TuneRankJob& job, int step, const char* path, uint64_t b
   const std::string line = progressLine(job.stepsBefore + step, job.stepsTotal, elapsed, job.world->nRanks, path, bytes,
                                         round, job.options->rounds);
   // On a terminal one line is rewritten in place; in a log every step is a line of its own.
-  if (isatty(STDERR_FILENO)) std::fprintf(stderr, "\r\033[K%s", line.c_str());
-  else std::fprintf(stderr, "%s\n", line.c_str());
+  if (isatty(STDERR_FILENO))
+    std::fprintf(stderr, "\r\033[K%s", line.c_str());
+  else
+    std::fprintf(stderr, "%s\n", line.c_str());
 }
 
 }  // namespace
@@ -56,8 +59,9 @@ int measureTuneRank(const TuneRankJob& job, int rank) {
   const std::string& busId = job.world->busIds[rank];
   if (!busId.empty() && cudaDeviceGetByPCIBusId(&device, busId.c_str()) != cudaSuccess) {
     const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
-    return reportProblem(report, rank, 8,
-                         "CUDA does not see GPU " + busId + (visible ? std::string(" (CUDA_VISIBLE_DEVICES=") + visible + ")" : ""));
+    return reportProblem(
+        report, rank, 8,
+        "CUDA does not see GPU " + busId + (visible ? std::string(" (CUDA_VISIBLE_DEVICES=") + visible + ")" : ""));
   }
   CUDA_CHECK(cudaSetDevice(device));
   cudaDeviceProp prop{};
@@ -125,7 +129,8 @@ int measureTuneRank(const TuneRankJob& job, int rank) {
       const long long wrong =
           bench::countWrongAfterOneCall(rank, n, barrier, stream, buffer, count, format, [&] { return call(path); });
       if (wrong < 0)
-        return reportProblem(report, rank, 6, std::string(tunePathName(path)) + " refused " + std::to_string(bytes) + " bytes");
+        return reportProblem(report, rank, 6,
+                             std::string(tunePathName(path)) + " refused " + std::to_string(bytes) + " bytes");
       if (wrong != 0) report->wrong[s][path] = wrong;  // any rank: the parent only needs "not zero"
       if (wrong != 0)
         std::fprintf(stderr, "[rank %d] %s gave %lld wrong elements at %llu bytes\n", rank, tunePathName(path), wrong,

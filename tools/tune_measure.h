@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // One rank of one symmem-tune world: set up NCCL and the symmetric path on its GPU, then for every
 // size check each path's result once and time the three paths under CUDA graphs (tools/bench_timing.h),

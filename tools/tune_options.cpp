@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "tools/tune_options.h"
 
 #include <algorithm>
@@ -83,11 +84,21 @@ TuneArgsResult parseTuneArgs(const std::vector<std::string>& args) {
   };
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    if (a == "-h" || a == "--help") { o.help = true; continue; }
-    if (a == "--quick") { o.quick = true; continue; }
-    if (a == "--plan") { o.planOnly = true; continue; }
-    static const std::set<std::string> kTakesValue = {"--gpus", "--ranks", "--min", "--max", "--margin", "--iters",
-                                                      "--reps", "--rounds", "--dtype", "--out", "--nccl-lib", "--timeout-s"};
+    if (a == "-h" || a == "--help") {
+      o.help = true;
+      continue;
+    }
+    if (a == "--quick") {
+      o.quick = true;
+      continue;
+    }
+    if (a == "--plan") {
+      o.planOnly = true;
+      continue;
+    }
+    static const std::set<std::string> kTakesValue = {"--gpus",   "--ranks", "--min",      "--max",
+                                                      "--margin", "--iters", "--reps",     "--rounds",
+                                                      "--dtype",  "--out",   "--nccl-lib", "--timeout-s"};
     if (!kTakesValue.count(a)) return fail("unknown argument '" + a + "'");
     if (i + 1 >= args.size()) return fail(a + " needs a value");
     const std::string& v = args[++i];
@@ -96,9 +107,12 @@ TuneArgsResult parseTuneArgs(const std::vector<std::string>& args) {
     if (a == "--gpus") {
       if (!parseIndexList(v, o.gpus)) return fail("--gpus takes distinct GPU numbers like 0,1,2,3, not '" + v + "'");
     } else if (a == "--ranks") {
-      if (!parseIndexList(v, o.worldSizes)) return fail("--ranks takes distinct world sizes like 2,4,8, not '" + v + "'");
+      if (!parseIndexList(v, o.worldSizes))
+        return fail("--ranks takes distinct world sizes like 2,4,8, not '" + v + "'");
       for (int w : o.worldSizes)
-        if (w < 2 || w > 8) return fail("--ranks " + std::to_string(w) + ": world sizes are 2..8 (the symmetric kernels take at most 8 ranks)");
+        if (w < 2 || w > 8)
+          return fail("--ranks " + std::to_string(w) +
+                      ": world sizes are 2..8 (the symmetric kernels take at most 8 ranks)");
       std::sort(o.worldSizes.begin(), o.worldSizes.end());
     } else if (a == "--min" || a == "--max") {
       if (!parseBytes(v, bytes) || !isPowerOfTwo(bytes))
@@ -108,11 +122,16 @@ TuneArgsResult parseTuneArgs(const std::vector<std::string>& args) {
       if (!parsePercent(v, o.margin) || o.margin < 0 || o.margin >= 0.5)
         return fail("--margin takes a percentage from 0 to below 50 (like 5 or 2.5%), not '" + v + "'");
     } else if (a == "--iters" || a == "--reps" || a == "--rounds" || a == "--timeout-s") {
-      if (!parseInt(v, number) || number < 1 || number > 100000) return fail(a + " takes a positive count, not '" + v + "'");
-      if (a == "--iters") o.callsPerBatch = number, itersSet = true;
-      else if (a == "--reps") o.batchesPerRound = number, repsSet = true;
-      else if (a == "--rounds") o.rounds = number, roundsSet = true;
-      else o.timeoutSec = number;
+      if (!parseInt(v, number) || number < 1 || number > 100000)
+        return fail(a + " takes a positive count, not '" + v + "'");
+      if (a == "--iters")
+        o.callsPerBatch = number, itersSet = true;
+      else if (a == "--reps")
+        o.batchesPerRound = number, repsSet = true;
+      else if (a == "--rounds")
+        o.rounds = number, roundsSet = true;
+      else
+        o.timeoutSec = number;
     } else if (a == "--dtype") {
       if (v != "bf16" && v != "fp16" && v != "fp32") return fail("--dtype takes bf16, fp16 or fp32, not '" + v + "'");
       o.dtype = v;
@@ -130,7 +149,8 @@ TuneArgsResult parseTuneArgs(const std::vector<std::string>& args) {
     if (!repsSet) o.batchesPerRound = 3;
     if (!roundsSet) o.rounds = 1;
   }
-  if (o.minBytes > o.maxBytes) return fail("--min " + formatBytes(o.minBytes) + " is above --max " + formatBytes(o.maxBytes));
+  if (o.minBytes > o.maxBytes)
+    return fail("--min " + formatBytes(o.minBytes) + " is above --max " + formatBytes(o.maxBytes));
   if (o.minBytes < tuneElementBytes(o))
     return fail("--min " + formatBytes(o.minBytes) + " is smaller than one " + o.dtype + " element");
   if (o.maxBytes > (1ull << 30)) return fail("--max " + formatBytes(o.maxBytes) + " is above 1GiB");

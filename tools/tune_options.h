@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // symmem-tune's command line, parsed without touching the machine (so the tests can run it on CPU).
 #include <cstdint>
@@ -7,21 +8,21 @@
 namespace symmem {
 
 struct TuneOptions {
-  std::vector<int> gpus;        // --gpus: NVML / nvidia-smi indices; empty: every GPU of the node
-  std::vector<int> worldSizes;  // --ranks: empty: 2, 4, 8, ... up to the GPU count, plus the count itself
-  uint64_t minBytes = 8;        // --min
+  std::vector<int> gpus;            // --gpus: NVML / nvidia-smi indices; empty: every GPU of the node
+  std::vector<int> worldSizes;      // --ranks: empty: 2, 4, 8, ... up to the GPU count, plus the count itself
+  uint64_t minBytes = 8;            // --min
   uint64_t maxBytes = 64ull << 20;  // --max
-  int sizeStep = 2;             // x2 between measured sizes; --quick: x4
-  double margin = 0.05;         // --margin (percent on the command line): how much faster than NCCL a path must be
-  int callsPerBatch = 200;      // --iters: calls captured in one graph at small sizes (fewer for large sizes)
-  int batchesPerRound = 7;      // --reps: timed graph replays per path and round
-  int rounds = 3;               // --rounds: the paths are timed in turn, this many times (drift hits them alike)
-  std::string dtype = "bf16";   // --dtype bf16|fp16|fp32
-  std::string out = "symmem-table.txt";  // --out
+  int sizeStep = 2;                 // x2 between measured sizes; --quick: x4
+  double margin = 0.05;             // --margin (percent on the command line): how much faster than NCCL a path must be
+  int callsPerBatch = 200;          // --iters: calls captured in one graph at small sizes (fewer for large sizes)
+  int batchesPerRound = 7;          // --reps: timed graph replays per path and round
+  int rounds = 3;                   // --rounds: the paths are timed in turn, this many times (drift hits them alike)
+  std::string dtype = "bf16";       // --dtype bf16|fp16|fp32
+  std::string out = "symmem-table.txt";      // --out
   std::string ncclLibrary = "libnccl.so.2";  // --nccl-lib
-  int timeoutSec = 1800;        // --timeout-s: per world size
-  bool quick = false;           // --quick
-  bool planOnly = false;        // --plan: check the machine and print what would be measured, then exit
+  int timeoutSec = 1800;                     // --timeout-s: per world size
+  bool quick = false;                        // --quick
+  bool planOnly = false;                     // --plan: check the machine and print what would be measured, then exit
   bool help = false;
 };
 

@@ -1,11 +1,12 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "tools/tune_plan.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <span>
 
-#include "kernels/symmetric_layout.h"
 #include "core/table_file.h"
+#include "kernels/symmetric_layout.h"
 #include "topology/classify.h"
 
 namespace symmem {
@@ -120,8 +121,8 @@ TunePlan planTuning(const Topology& topology, const TuneOptions& options) {
     for (int g : world.gpus) world.busIds.push_back(topology.gpu(g).pciBusId);
     world.link = linkClassOf(topology, std::span<const int>(world.gpus));
     if (world.link == LinkClass::Unknown) {
-      plan.error = "symmem-tune: the link class of GPUs " + joined(world.gpus) +
-                   " is unknown (the topology from " + topology.source() +
+      plan.error = "symmem-tune: the link class of GPUs " + joined(world.gpus) + " is unknown (the topology from " +
+                   topology.source() +
                    " does not say how every pair is connected), so no table key can be given to their measurement";
       return plan;
     }

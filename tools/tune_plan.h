@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // What symmem-tune will measure on this machine, and every reason it cannot, decided from the
 // topology (NVML, or SYMMEM_TOPO_FILE) before any process is forked and without initialising CUDA.
@@ -6,8 +7,8 @@
 #include <vector>
 
 #include "core/capability.h"
-#include "tools/tune_options.h"
 #include "core/link_class.h"
+#include "tools/tune_options.h"
 #include "topology/model.h"
 
 namespace symmem {
@@ -15,19 +16,19 @@ namespace symmem {
 // One world size to measure: ranks 0..n-1 run on the first n chosen GPUs.
 struct TuneWorld {
   int nRanks = 0;
-  std::vector<int> gpus;          // topology indices, rank order
-  std::vector<std::string> busIds;  // PCI bus ids of `gpus` (how a rank finds its CUDA device)
+  std::vector<int> gpus;                // topology indices, rank order
+  std::vector<std::string> busIds;      // PCI bus ids of `gpus` (how a rank finds its CUDA device)
   LinkClass link = LinkClass::Unknown;  // worst link among `gpus`: the table key the entry gets
 };
 
 struct TunePlan {
-  std::vector<int> gpus;             // chosen GPUs, topology indices
-  ComputeCapability capability;      // as the topology knows it (unknown: the ranks report it)
-  std::string gpuName;               // model of the first chosen GPU, when known
-  std::vector<TuneWorld> worlds;     // ascending world size
-  std::vector<uint64_t> sizes;       // message sizes, ascending
-  std::vector<std::string> warnings; // things that do not stop the run (P2P not known, GPUs left out)
-  std::string error;                 // "symmem-tune: ..." when the run cannot happen
+  std::vector<int> gpus;              // chosen GPUs, topology indices
+  ComputeCapability capability;       // as the topology knows it (unknown: the ranks report it)
+  std::string gpuName;                // model of the first chosen GPU, when known
+  std::vector<TuneWorld> worlds;      // ascending world size
+  std::vector<uint64_t> sizes;        // message sizes, ascending
+  std::vector<std::string> warnings;  // things that do not stop the run (P2P not known, GPUs left out)
+  std::string error;                  // "symmem-tune: ..." when the run cannot happen
   bool ok() const { return error.empty(); }
 
   // Timed (size, path, round) steps over all worlds: the progress counter's total.

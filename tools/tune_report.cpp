@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "tools/tune_report.h"
 
 #include <algorithm>
@@ -11,16 +12,19 @@ namespace symmem {
 std::string durationText(double seconds) {
   const long s = std::lround(std::max(0.0, seconds));
   char text[32];
-  if (s < 60) std::snprintf(text, sizeof text, "%lds", s);
-  else if (s < 3600) std::snprintf(text, sizeof text, "%ldm%02lds", s / 60, s % 60);
-  else std::snprintf(text, sizeof text, "%ldh%02ldm", s / 3600, (s % 3600) / 60);
+  if (s < 60)
+    std::snprintf(text, sizeof text, "%lds", s);
+  else if (s < 3600)
+    std::snprintf(text, sizeof text, "%ldm%02lds", s / 60, s % 60);
+  else
+    std::snprintf(text, sizeof text, "%ldh%02ldm", s / 3600, (s % 3600) / 60);
   return text;
 }
 
 std::string progressLine(int done, int total, double elapsedSec, int nRanks, const char* path, uint64_t bytes,
                          int round, int rounds) {
-  std::string line = "[" + std::to_string(done + 1) + "/" + std::to_string(total) + "] ranks=" +
-                     std::to_string(nRanks) + " " + path + " " + formatBytes(bytes);
+  std::string line = "[" + std::to_string(done + 1) + "/" + std::to_string(total) +
+                     "] ranks=" + std::to_string(nRanks) + " " + path + " " + formatBytes(bytes);
   if (rounds > 1) line += " (round " + std::to_string(round + 1) + "/" + std::to_string(rounds) + ")";
   line += ", " + durationText(elapsedSec) + " elapsed";
   if (done > 0) line += ", about " + durationText(elapsedSec / done * (total - done)) + " left";
@@ -30,8 +34,10 @@ std::string progressLine(int done, int total, double elapsedSec, int nRanks, con
 std::string summaryTable(const TunedWorld& world, ComputeCapability cc, const std::vector<SizeMedians>& medians) {
   auto cell = [](double us) {
     char text[32];
-    if (std::isnan(us)) std::snprintf(text, sizeof text, "%12s", "-");
-    else std::snprintf(text, sizeof text, "%12.2f", us);
+    if (std::isnan(us))
+      std::snprintf(text, sizeof text, "%12s", "-");
+    else
+      std::snprintf(text, sizeof text, "%12.2f", us);
     return std::string(text);
   };
   std::string gpus;

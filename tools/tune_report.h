@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // What symmem-tune prints: a progress line on stderr while it measures, and per world size a
 // summary table on stdout (the medians of each path and the path the written limits choose).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "tools/tune_table.h"
 
 #include <cctype>
@@ -41,8 +42,10 @@ std::string nvidiaDriverVersion(std::string_view procText) {
     bool digitsAndDots = !token.empty() && std::isdigit(static_cast<unsigned char>(token[0]));
     int dots = 0;
     for (char c : token) {
-      if (c == '.') ++dots;
-      else if (!std::isdigit(static_cast<unsigned char>(c))) digitsAndDots = false;
+      if (c == '.')
+        ++dots;
+      else if (!std::isdigit(static_cast<unsigned char>(c)))
+        digitsAndDots = false;
     }
     if (digitsAndDots && dots >= 1) return std::string(token);
     i = end;
@@ -68,7 +71,8 @@ std::vector<std::string> provenanceMeta(const TuneProvenance& p, const std::vect
   for (const TunedWorld& w : worlds) {
     std::string gpus;
     for (int g : w.gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
-    topology += " ranks=" + std::to_string(w.nRanks) + " " + std::string(linkClassName(w.link)) + " (GPUs " + gpus + ")";
+    topology +=
+        " ranks=" + std::to_string(w.nRanks) + " " + std::string(linkClassName(w.link)) + " (GPUs " + gpus + ")";
   }
   meta.push_back(topology);
   meta.push_back("method " + p.method);

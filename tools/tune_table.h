@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The table file symmem-tune writes: one `entry` per measured (capability, link class, world size)
 // and `meta` lines saying where the numbers come from. The text is made by formatTable() and read
@@ -21,17 +22,17 @@ struct TunedWorld {
 
 // Where and how the numbers were measured.
 struct TuneProvenance {
-  std::string gpuName;          // CUDA's device name
+  std::string gpuName;  // CUDA's device name
   ComputeCapability capability;
-  std::string kernelDriver;     // "570.86.15" (from /proc/driver/nvidia/version); empty when unknown
-  int cudaRuntimeVersion = 0;   // cudaRuntimeGetVersion: 13000
-  int cudaDriverVersion = 0;    // cudaDriverGetVersion
-  int ncclVersion = 0;          // ncclGetVersion: 22809
-  std::string topologySource;   // "nvml", "file ..."
+  std::string kernelDriver;    // "570.86.15" (from /proc/driver/nvidia/version); empty when unknown
+  int cudaRuntimeVersion = 0;  // cudaRuntimeGetVersion: 13000
+  int cudaDriverVersion = 0;   // cudaDriverGetVersion
+  int ncclVersion = 0;         // ncclGetVersion: 22809
+  std::string topologySource;  // "nvml", "file ..."
   int nodeGpuCount = 0;
-  std::string date;             // ISO 8601, UTC
+  std::string date;  // ISO 8601, UTC
   std::string commandLine;
-  std::string method;           // how it was measured, one line
+  std::string method;  // how it was measured, one line
 };
 
 std::vector<Thresholds> tunedEntries(ComputeCapability cc, const std::vector<TunedWorld>& worlds);

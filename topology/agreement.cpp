@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "topology/agreement.h"
 
 #include <unistd.h>
@@ -150,8 +151,7 @@ CommunicatorTopology agreeOn(std::span<const RankFacts> ranks) {
         const PeerView* ab = viewOf(a, b);
         const PeerView* ba = viewOf(b, a);
         const bool sameNuma = a.numaNode >= 0 && a.numaNode == b.numaNode;
-        const LinkClass pair =
-            worseOf(linkClassOfPath(pathOf(ab), sameNuma), linkClassOfPath(pathOf(ba), sameNuma));
+        const LinkClass pair = worseOf(linkClassOfPath(pathOf(ab), sameNuma), linkClassOfPath(pathOf(ba), sameNuma));
         out.link = worseOf(out.link, pair);
         if (pair == LinkClass::Unknown && !linkProblem) {
           linkProblem = true;

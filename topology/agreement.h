@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Agreeing on a communicator's topology facts across its ranks.
 //
@@ -30,20 +31,20 @@ struct PeerView {
   uint32_t pciAddress;  // packPciAddress(); 0 for an unused slot
   uint8_t path;         // PathKind
   uint8_t nvlinks;
-  uint8_t p2pRead;      // Support
-  uint8_t p2pWrite;     // Support
+  uint8_t p2pRead;   // Support
+  uint8_t p2pWrite;  // Support
 };
 
 // One rank's facts, memcpy-able so it can travel in an all-gather. Fill with rankFactsFor().
 struct RankFacts {
   uint32_t version;
   int32_t cudaDevice;
-  uint64_t hostHash;    // same value on every rank of one host (thisHostHash())
-  char pciBusId[16];    // canonical "0000:3b:00.0", NUL-terminated; empty when unknown
-  int32_t ccMajor;      // 0 when unknown
+  uint64_t hostHash;  // same value on every rank of one host (thisHostHash())
+  char pciBusId[16];  // canonical "0000:3b:00.0", NUL-terminated; empty when unknown
+  int32_t ccMajor;    // 0 when unknown
   int32_t ccMinor;
-  int32_t numaNode;     // -1 when unknown
-  uint32_t peerCount;   // used entries of peers
+  int32_t numaNode;    // -1 when unknown
+  uint32_t peerCount;  // used entries of peers
   PeerView peers[kRankFactsMaxPeers];
 };
 static_assert(std::is_trivially_copyable_v<RankFacts> && std::is_standard_layout_v<RankFacts>);
@@ -63,13 +64,13 @@ RankFacts rankFactsFor(const Topology& node, std::string_view pciBusId, int cuda
                        uint64_t hostHash);
 
 struct CommunicatorTopology {
-  bool symmetricOk = false;           // every check below passed
+  bool symmetricOk = false;             // every check below passed
   LinkClass link = LinkClass::Unknown;  // worst pair; Unknown across hosts or when a pair is unknown
-  bool allPairsP2p = false;           // every pair, both directions, P2P read and write OK
-  ComputeCapability capability;       // the common one; the lowest when they differ; unknown if any is
+  bool allPairsP2p = false;             // every pair, both directions, P2P read and write OK
+  ComputeCapability capability;         // the common one; the lowest when they differ; unknown if any is
   bool capabilitiesEqual = false;
   int hosts = 0;
-  std::string reason;                 // why the symmetric path is off, or a summary when it is on
+  std::string reason;  // why the symmetric path is off, or a summary when it is on
 };
 
 // The same answer on every rank for the same gathered array (order = communicator rank order).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "topology/classify.h"
 
 #include <algorithm>
@@ -13,13 +14,18 @@ bool sameKnownNuma(const Topology& topo, int a, int b) {
 
 LinkClass linkClassOfPath(PathKind path, bool sameNuma) {
   switch (path) {
-    case PathKind::NvLink: return LinkClass::NvLink;
+    case PathKind::NvLink:
+      return LinkClass::NvLink;
     case PathKind::Pix:
-    case PathKind::Pxb: return LinkClass::PcieSameSwitch;
+    case PathKind::Pxb:
+      return LinkClass::PcieSameSwitch;
     case PathKind::Phb:
-    case PathKind::Node: return LinkClass::PcieSameRoot;
-    case PathKind::Sys: return sameNuma ? LinkClass::PcieSameRoot : LinkClass::PcieCrossSocket;
-    case PathKind::Unknown: return LinkClass::Unknown;
+    case PathKind::Node:
+      return LinkClass::PcieSameRoot;
+    case PathKind::Sys:
+      return sameNuma ? LinkClass::PcieSameRoot : LinkClass::PcieCrossSocket;
+    case PathKind::Unknown:
+      return LinkClass::Unknown;
   }
   return LinkClass::Unknown;
 }
@@ -93,10 +99,14 @@ std::vector<std::vector<int>> pcieIslands(const Topology& topo) {
 
 std::string_view crossingName(Crossing c) {
   switch (c) {
-    case Crossing::None: return "none";
-    case Crossing::RootComplex: return "root-complex";
-    case Crossing::Socket: return "socket";
-    case Crossing::Unknown: return "unknown";
+    case Crossing::None:
+      return "none";
+    case Crossing::RootComplex:
+      return "root-complex";
+    case Crossing::Socket:
+      return "socket";
+    case Crossing::Unknown:
+      return "unknown";
   }
   return "unknown";
 }
@@ -104,10 +114,14 @@ std::string_view crossingName(Crossing c) {
 Crossing crossingOf(const Topology& topo, int a, int b) {
   switch (pairLinkClass(topo, a, b)) {
     case LinkClass::NvLink:
-    case LinkClass::PcieSameSwitch: return Crossing::None;
-    case LinkClass::PcieSameRoot: return Crossing::RootComplex;
-    case LinkClass::PcieCrossSocket: return Crossing::Socket;
-    case LinkClass::Unknown: return Crossing::Unknown;
+    case LinkClass::PcieSameSwitch:
+      return Crossing::None;
+    case LinkClass::PcieSameRoot:
+      return Crossing::RootComplex;
+    case LinkClass::PcieCrossSocket:
+      return Crossing::Socket;
+    case LinkClass::Unknown:
+      return Crossing::Unknown;
   }
   return Crossing::Unknown;
 }

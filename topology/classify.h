@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // From the raw model to the few facts the decision uses: the LinkClass of a set of GPUs, whether
 // every pair of them may use P2P, the PCIe islands, and which pairs cross the root complex or socket.

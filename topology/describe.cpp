@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "topology/describe.h"
 
 #include <algorithm>
@@ -91,8 +92,8 @@ std::string describeTopology(const Topology& t) {
           }
           const auto& l = t.link(a, b);
           row.push_back(l.p2pRead == l.p2pWrite ? std::string(supportName(l.p2pRead))
-                                                : "r:" + std::string(supportName(l.p2pRead)) + ",w:" +
-                                                      std::string(supportName(l.p2pWrite)));
+                                                : "r:" + std::string(supportName(l.p2pRead)) +
+                                                      ",w:" + std::string(supportName(l.p2pWrite)));
         }
         p2p.push_back(std::move(row));
       }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The topology as text for people: what `symmem-info --topo FILE` prints.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "topology/discover.h"
 
 #include <algorithm>
@@ -30,8 +31,10 @@ void addNvlinks(NvmlSource& nvml, Topology& topo) {
     for (const auto& remote : *remotes) {
       const int peer = topo.indexOfBusId(remote);
       if (peer == g) continue;
-      if (peer >= 0) ++direct[g][peer];
-      else ++toSwitches[g];
+      if (peer >= 0)
+        ++direct[g][peer];
+      else
+        ++toSwitches[g];
     }
   }
   for (int a = 0; a < n; ++a)
@@ -89,8 +92,10 @@ Topology discoverTopology(NvmlSource& nvml, PlacementSource& placement) {
     g.pciBusId = canonicalPciBusId(d->busId).value_or("");
     if (g.pciBusId.empty()) notes.push_back("GPU" + std::to_string(i) + ": unreadable PCI bus id '" + d->busId + "'");
     g.name = d->name;
-    if (d->capability) g.capability = *d->capability;
-    else notes.push_back("compute capability unknown for GPU" + std::to_string(i));
+    if (d->capability)
+      g.capability = *d->capability;
+    else
+      notes.push_back("compute capability unknown for GPU" + std::to_string(i));
   }
 
   Topology topo(std::move(gpus));
@@ -148,9 +153,8 @@ Topology topologyForProcess(std::string_view setting, const std::function<Topolo
     return unknown;
   }
   Topology topo = std::move(loaded).value();
-  SYMMEM_INFO(kLogInit, "topology from SYMMEM_TOPO_FILE=%.*s: %d GPUs, link class %s",
-              static_cast<int>(setting.size()), setting.data(), topo.gpuCount(),
-              std::string(linkClassName(linkClassOfAll(topo))).c_str());
+  SYMMEM_INFO(kLogInit, "topology from SYMMEM_TOPO_FILE=%.*s: %d GPUs, link class %s", static_cast<int>(setting.size()),
+              setting.data(), topo.gpuCount(), std::string(linkClassName(linkClassOfAll(topo))).c_str());
   return topo;
 }
 

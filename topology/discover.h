@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The topology of the node this process runs on (the plugin learns it once per process, in
 // plugin/process.h).

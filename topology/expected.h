@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // A value or the reason there is none. libstdc++ 12 has no std::expected, and the topology code must
 // never let an exception escape into NCCL's process, so parsers and loaders return this instead.

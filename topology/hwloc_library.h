@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // hwloc 2.x, loaded at run time with dlopen (like NVML): the plugin must load, and work from NVML
 // alone, on a machine where libhwloc is not installed. hwloc.h still gives the types; its inline

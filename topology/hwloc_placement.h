@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The hwloc-specific half of placement_source.h, shared by the run-time source and the XML reader.
 // Only for code compiled with SYMMEM_HAVE_HWLOC.

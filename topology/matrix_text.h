@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // nvidia-smi matrices as users paste them, reduced to numbered lines of whitespace-separated tokens.
 //

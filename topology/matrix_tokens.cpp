@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "topology/matrix_tokens.h"
 
 #include <algorithm>
@@ -42,9 +43,12 @@ std::optional<TopoCell> parseTopoCell(std::string_view token) {
     cell.nvlinks = *n;
     return cell;
   }
-  static constexpr std::array<std::pair<std::string_view, PathKind>, 6> kPaths{{
-      {"PIX", PathKind::Pix}, {"PXB", PathKind::Pxb}, {"PHB", PathKind::Phb},
-      {"NODE", PathKind::Node}, {"SYS", PathKind::Sys}, {"SOC", PathKind::Sys}}};
+  static constexpr std::array<std::pair<std::string_view, PathKind>, 6> kPaths{{{"PIX", PathKind::Pix},
+                                                                                {"PXB", PathKind::Pxb},
+                                                                                {"PHB", PathKind::Phb},
+                                                                                {"NODE", PathKind::Node},
+                                                                                {"SYS", PathKind::Sys},
+                                                                                {"SOC", PathKind::Sys}}};
   for (const auto& [name, kind] : kPaths)
     if (token == name) {
       cell.path = kind;
@@ -55,9 +59,8 @@ std::optional<TopoCell> parseTopoCell(std::string_view token) {
 
 bool looksLikeAffinityValue(std::string_view token) {
   if (token == "N/A") return true;
-  return !token.empty() && std::all_of(token.begin(), token.end(), [](unsigned char c) {
-    return std::isdigit(c) || c == ',' || c == '-';
-  });
+  return !token.empty() && std::all_of(token.begin(), token.end(),
+                                       [](unsigned char c) { return std::isdigit(c) || c == ',' || c == '-'; });
 }
 
 std::optional<P2pCell> parseP2pCell(std::string_view token) {

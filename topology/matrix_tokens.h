@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The vocabulary of nvidia-smi's matrices: column headings and cell tokens, shared by the `topo -m`
 // and `topo -p2p` parsers and by the file sniffer.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "topology/model.h"
 
 #include <algorithm>
@@ -9,28 +10,37 @@ namespace symmem {
 
 std::string_view supportName(Support s) {
   switch (s) {
-    case Support::Yes: return "yes";
-    case Support::No: return "no";
-    case Support::Unknown: return "unknown";
+    case Support::Yes:
+      return "yes";
+    case Support::No:
+      return "no";
+    case Support::Unknown:
+      return "unknown";
   }
   return "unknown";
 }
 
 std::string pathToken(PathKind kind, int nvlinks) {
   switch (kind) {
-    case PathKind::NvLink: return nvlinks > 0 ? "NV" + std::to_string(nvlinks) : "NV";
-    case PathKind::Pix: return "PIX";
-    case PathKind::Pxb: return "PXB";
-    case PathKind::Phb: return "PHB";
-    case PathKind::Node: return "NODE";
-    case PathKind::Sys: return "SYS";
-    case PathKind::Unknown: return "?";
+    case PathKind::NvLink:
+      return nvlinks > 0 ? "NV" + std::to_string(nvlinks) : "NV";
+    case PathKind::Pix:
+      return "PIX";
+    case PathKind::Pxb:
+      return "PXB";
+    case PathKind::Phb:
+      return "PHB";
+    case PathKind::Node:
+      return "NODE";
+    case PathKind::Sys:
+      return "SYS";
+    case PathKind::Unknown:
+      return "?";
   }
   return "?";
 }
 
-Topology::Topology(std::vector<GpuInfo> gpus)
-    : gpus_(std::move(gpus)), links_(gpus_.size() * gpus_.size()) {}
+Topology::Topology(std::vector<GpuInfo> gpus) : gpus_(std::move(gpus)), links_(gpus_.size() * gpus_.size()) {}
 
 size_t Topology::slot(int a, int b) const {
   const int n = gpuCount();

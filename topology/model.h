@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // What one node is made of, as far as the collectives care: its GPUs and, for every ordered pair, the
 // path between them and whether the driver allows peer-to-peer reads and writes over it.
@@ -37,9 +38,9 @@ std::string_view supportName(Support s);  // "yes", "no", "unknown"
 std::string pathToken(PathKind kind, int nvlinks);
 
 struct GpuInfo {
-  int index = 0;             // NVML / nvidia-smi index on this node
-  std::string pciBusId;      // canonical "dddd:bb:dd.f" (see pci_bus_id.h); empty when unknown
-  std::string name;          // "NVIDIA RTX PRO 6000 Blackwell Server Edition"; empty when unknown
+  int index = 0;                 // NVML / nvidia-smi index on this node
+  std::string pciBusId;          // canonical "dddd:bb:dd.f" (see pci_bus_id.h); empty when unknown
+  std::string name;              // "NVIDIA RTX PRO 6000 Blackwell Server Edition"; empty when unknown
   ComputeCapability capability;  // major 0 when unknown
   std::optional<int> numaNode;   // NUMA node the GPU's PCIe root sits on
   std::string cpuAffinity;       // CPU list as nvidia-smi or hwloc prints it ("0-63,128-191"); may be empty

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // What the tuner may rely on without talking to other ranks.
 //
@@ -15,11 +16,11 @@ namespace symmem {
 
 struct NodeFacts {
   int gpuCount = 0;
-  ComputeCapability minCapability;  // lowest over the GPUs; unknown (major 0) if any GPU's is unknown
-  bool capabilitiesEqual = false;   // every GPU's capability known and the same
+  ComputeCapability minCapability;           // lowest over the GPUs; unknown (major 0) if any GPU's is unknown
+  bool capabilitiesEqual = false;            // every GPU's capability known and the same
   LinkClass worstLink = LinkClass::Unknown;  // worst pair; Unknown with fewer than two GPUs
-  bool allPairsP2p = false;         // every ordered pair has P2P read and write OK
-  std::string source;               // where the topology came from (Topology::source())
+  bool allPairsP2p = false;                  // every ordered pair has P2P read and write OK
+  std::string source;                        // where the topology came from (Topology::source())
 };
 
 NodeFacts nodeFactsOf(const Topology& topo);

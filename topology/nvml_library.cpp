@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // NvmlSource over the real NVML, loaded at run time. The plugin must load on machines without the
 // driver (build hosts, CI, symmem-info on a laptop), so nothing links against libnvidia-ml: the entry
 // points are looked up with dlsym and their types are declared here from NVML's public header.
@@ -13,12 +14,18 @@ PathKind pathFromNvmlLevel(int level) {
   switch (level) {
     // INTERNAL: two GPUs on one board (dual-GPU cards); their traffic stays behind the board's switch.
     case nvml::kTopologyInternal:
-    case nvml::kTopologySingle: return PathKind::Pix;
-    case nvml::kTopologyMultiple: return PathKind::Pxb;
-    case nvml::kTopologyHostBridge: return PathKind::Phb;
-    case nvml::kTopologyNode: return PathKind::Node;
-    case nvml::kTopologySystem: return PathKind::Sys;
-    default: return PathKind::Unknown;
+    case nvml::kTopologySingle:
+      return PathKind::Pix;
+    case nvml::kTopologyMultiple:
+      return PathKind::Pxb;
+    case nvml::kTopologyHostBridge:
+      return PathKind::Phb;
+    case nvml::kTopologyNode:
+      return PathKind::Node;
+    case nvml::kTopologySystem:
+      return PathKind::Sys;
+    default:
+      return PathKind::Unknown;
   }
 }
 
@@ -132,8 +139,7 @@ class NvmlLibrary final : public NvmlSource {
   std::optional<int> commonAncestor(unsigned a, unsigned b) override {
     auto ha = handle(a), hb = handle(b);
     int level = 0;
-    if (!ha || !hb || !api_.getTopologyCommonAncestor ||
-        api_.getTopologyCommonAncestor(*ha, *hb, &level) != kSuccess)
+    if (!ha || !hb || !api_.getTopologyCommonAncestor || api_.getTopologyCommonAncestor(*ha, *hb, &level) != kSuccess)
       return std::nullopt;
     return level;
   }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The few NVML answers topology discovery needs, behind a narrow interface so that the discovery logic
 // runs in unit tests on recorded answers (a fake) and in processes without a GPU driver.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // hwloc XML export -> Topology, read through hwloc itself so that every XML version hwloc knows is
 // understood the way hwloc understands it.
 //
@@ -84,7 +85,8 @@ PathKind pciPath(hwloc_topology_t topo, hwloc_obj_t a, hwloc_obj_t b) {
   // Different host bridges: same NUMA node set -> NODE, else SYS.
   hwloc_obj_t homeA = hwlocNonIoAncestor(a);
   hwloc_obj_t homeB = hwlocNonIoAncestor(b);
-  if (homeA && homeB && homeA->nodeset && homeB->nodeset && hwlocLibrary().bitmapIsEqual(homeA->nodeset, homeB->nodeset))
+  if (homeA && homeB && homeA->nodeset && homeB->nodeset &&
+      hwlocLibrary().bitmapIsEqual(homeA->nodeset, homeB->nodeset))
     return PathKind::Node;
   return PathKind::Sys;
 }
@@ -183,7 +185,8 @@ Expected<Topology> parseHwlocXml(std::string_view text, std::string_view file) {
     }
   }
   if (!htopo)
-    return Result::failure(fileName + ": hwloc could not load this XML (malformed, truncated, or a version this hwloc " +
+    return Result::failure(fileName +
+                           ": hwloc could not load this XML (malformed, truncated, or a version this hwloc " +
                            std::string(HWLOC_VERSION) + " does not read)");
   hwloc_topology_t raw = htopo.get();
 
@@ -192,8 +195,9 @@ Expected<Topology> parseHwlocXml(std::string_view text, std::string_view file) {
        pci = hwlocNextPciDevice(hwlocLibrary(), raw, pci))
     if (isNvidiaGpu(pci)) gpuObjs.push_back(pci);
   if (gpuObjs.empty())
-    return Result::failure(fileName + ": the hwloc export lists no NVIDIA GPU (was it exported with I/O devices, "
-                                      "`lstopo --whole-io topo.xml`?)");
+    return Result::failure(fileName +
+                           ": the hwloc export lists no NVIDIA GPU (was it exported with I/O devices, "
+                           "`lstopo --whole-io topo.xml`?)");
 
   // Order GPUs as NVML numbers them when the export has NVML OS devices, else by PCI bus id (which
   // is NVML's order too).

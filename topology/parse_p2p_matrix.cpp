@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `nvidia-smi topo -p2p <cap>` text -> P2pMatrix, and merging it into a Topology.
 //
 // The capture looks like this (tabs, a leading space on each row, a trailing tab):
@@ -38,8 +39,9 @@ Expected<P2pMatrix> parseP2pMatrix(std::string_view text, std::string_view file)
   for (size_t r = 0; r < n; ++r) {
     if (at == lines.size() || lines[at].tokens.empty() || lines[at].tokens.front() == "Legend:") {
       const int where = at < lines.size() ? lines[at].number : lines.back().number + 1;
-      return Result::failure(locatedError(file, where, "expected the row for GPU" + std::to_string(m.gpuIndices[r]) +
-                                                           " (" + std::to_string(n) + " rows in the header)"));
+      return Result::failure(locatedError(file, where,
+                                          "expected the row for GPU" + std::to_string(m.gpuIndices[r]) + " (" +
+                                              std::to_string(n) + " rows in the header)"));
     }
     const auto& line = lines[at++];
     const std::string want = "GPU" + std::to_string(m.gpuIndices[r]);
@@ -55,15 +57,14 @@ Expected<P2pMatrix> parseP2pMatrix(std::string_view text, std::string_view file)
       const auto& token = line.tokens[c + 1];
       auto cell = parseTopoCell(token).has_value() && token != "X" ? std::nullopt : parseP2pCell(token);
       if (!cell)
-        return Result::failure(locatedError(file, line.number,
-                                            "unknown P2P status '" + token + "' for " + want +
-                                                " (expected X, OK, NS, CNS, GNS, TNS, DR or U)"));
+        return Result::failure(locatedError(
+            file, line.number,
+            "unknown P2P status '" + token + "' for " + want + " (expected X, OK, NS, CNS, GNS, TNS, DR or U)"));
       if (cell->self != (c == r))
         return Result::failure(locatedError(file, line.number,
                                             c == r ? "expected X for " + want + " with itself, found '" + token + "'"
                                                    : "X (self) off the diagonal for " + want));
-      if (!cell->inLegend)
-        m.notes.push_back("P2P status '" + token + "' is not in the legend; taken as not supported");
+      if (!cell->inLegend) m.notes.push_back("P2P status '" + token + "' is not in the legend; taken as not supported");
       row.push_back(cell->status);
     }
     m.status.push_back(std::move(row));

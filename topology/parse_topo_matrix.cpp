@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `nvidia-smi topo -m` text -> Topology.
 //
 // Shape of the input (tokens, after matrix_text.h has dealt with tabs, spaces and ANSI codes):
@@ -37,18 +38,21 @@ Expected<Header> parseHeader(const TextLine& line, std::string_view file) {
   for (size_t k = i; k < line.tokens.size(); ++k) {
     const auto& t = line.tokens[k];
     const std::string_view next = k + 1 < line.tokens.size() ? std::string_view(line.tokens[k + 1]) : "";
-    if (t == "CPU" && next == "Affinity") h.hasCpuAffinity = true;
-    else if (t == "NUMA" && next == "Affinity" && (k == 0 || line.tokens[k - 1] != "GPU")) h.hasNumaAffinity = true;
-    else if (t == "GPU" && next == "NUMA") h.hasGpuNumaId = true;
+    if (t == "CPU" && next == "Affinity")
+      h.hasCpuAffinity = true;
+    else if (t == "NUMA" && next == "Affinity" && (k == 0 || line.tokens[k - 1] != "GPU"))
+      h.hasNumaAffinity = true;
+    else if (t == "GPU" && next == "NUMA")
+      h.hasGpuNumaId = true;
     else if (!isAffinityHeadingWord(t))
-      return Expected<Header>::failure(locatedError(
-          file, line.number, "unexpected header word '" + t + "' after the affinity columns"));
+      return Expected<Header>::failure(
+          locatedError(file, line.number, "unexpected header word '" + t + "' after the affinity columns"));
   }
   if (h.columns.empty() || !gpuHeadingIndex(h.columns.front()))
-    return Expected<Header>::failure(locatedError(
-        file, line.number,
-        "expected the header of `nvidia-smi topo -m` (GPU0 GPU1 ...), found '" +
-            (line.tokens.empty() ? std::string() : line.tokens.front()) + "'"));
+    return Expected<Header>::failure(
+        locatedError(file, line.number,
+                     "expected the header of `nvidia-smi topo -m` (GPU0 GPU1 ...), found '" +
+                         (line.tokens.empty() ? std::string() : line.tokens.front()) + "'"));
   for (size_t c = 0; c < h.columns.size(); ++c)
     for (size_t d = c + 1; d < h.columns.size(); ++d)
       if (h.columns[c] == h.columns[d])
@@ -110,20 +114,20 @@ Expected<Topology> parseTopoMatrix(std::string_view text, std::string_view file)
     size_t c = 0;
     for (; c < n; ++c) {
       if (c + 1 >= line.tokens.size() || looksLikeAffinityValue(line.tokens[c + 1]))
-        return Result::failure(locatedError(file, line.number,
-                                            "expected " + std::to_string(n) + " link cells for " + columns[r] +
-                                                ", found " + std::to_string(c)));
+        return Result::failure(locatedError(
+            file, line.number,
+            "expected " + std::to_string(n) + " link cells for " + columns[r] + ", found " + std::to_string(c)));
       const auto& token = line.tokens[c + 1];
       auto cell = parseTopoCell(token);
       if (!cell)
         return Result::failure(locatedError(file, line.number,
-                                            "unknown link token '" + token + "' for " + columns[r] + "-" +
-                                                columns[c] + " (expected X, NV#, PIX, PXB, PHB, NODE or SYS)"));
+                                            "unknown link token '" + token + "' for " + columns[r] + "-" + columns[c] +
+                                                " (expected X, NV#, PIX, PXB, PHB, NODE or SYS)"));
       if (cell->self != (c == r))
-        return Result::failure(locatedError(
-            file, line.number,
-            c == r ? "expected X for " + columns[r] + " with itself, found '" + token + "'"
-                   : "X (self) for " + columns[r] + "-" + columns[c] + ", which are different devices"));
+        return Result::failure(
+            locatedError(file, line.number,
+                         c == r ? "expected X for " + columns[r] + " with itself, found '" + token + "'"
+                                : "X (self) for " + columns[r] + "-" + columns[c] + ", which are different devices"));
       cells[r].push_back(*cell);
     }
     extra[r].assign(line.tokens.begin() + static_cast<long>(n) + 1, line.tokens.end());
@@ -143,9 +147,9 @@ Expected<Topology> parseTopoMatrix(std::string_view text, std::string_view file)
     if (t.empty()) continue;
     if (t.front() == "Legend:" || t.front() == "NIC") break;
     if (gpuHeadingIndex(t.front()) || (t.size() > 1 && parseTopoCell(t[1])))
-      return Result::failure(locatedError(file, lines[at].number,
-                                          "unexpected row '" + t.front() + "': the header has " +
-                                              std::to_string(n) + " columns"));
+      return Result::failure(
+          locatedError(file, lines[at].number,
+                       "unexpected row '" + t.front() + "': the header has " + std::to_string(n) + " columns"));
   }
 
   // Only GPUs go into the model.
@@ -174,11 +178,11 @@ Expected<Topology> parseTopoMatrix(std::string_view text, std::string_view file)
       const auto& ab = cells[gpuColumns[a]][gpuColumns[b]];
       const auto& ba = cells[gpuColumns[b]][gpuColumns[a]];
       if (ab.path != ba.path || ab.nvlinks != ba.nvlinks)
-        return Result::failure(locatedError(
-            file, rowLine[gpuColumns[b]],
-            columns[gpuColumns[b]] + "-" + columns[gpuColumns[a]] + " is " + pathToken(ba.path, ba.nvlinks) +
-                " but " + columns[gpuColumns[a]] + "-" + columns[gpuColumns[b]] + " is " +
-                pathToken(ab.path, ab.nvlinks) + "; the matrix must be symmetric"));
+        return Result::failure(locatedError(file, rowLine[gpuColumns[b]],
+                                            columns[gpuColumns[b]] + "-" + columns[gpuColumns[a]] + " is " +
+                                                pathToken(ba.path, ba.nvlinks) + " but " + columns[gpuColumns[a]] +
+                                                "-" + columns[gpuColumns[b]] + " is " + pathToken(ab.path, ab.nvlinks) +
+                                                "; the matrix must be symmetric"));
       topo.setPath(static_cast<int>(a), static_cast<int>(b), ab.path, ab.nvlinks);
     }
 
@@ -187,8 +191,10 @@ Expected<Topology> parseTopoMatrix(std::string_view text, std::string_view file)
   bool allNuma = true;
   for (const auto& g : topo.gpus())
     if (!g.numaNode) allNuma = false;
-  if (!header->hasNumaAffinity) topo.addNote("numa unknown: no NUMA Affinity column");
-  else if (!allNuma) topo.addNote("numa unknown for some GPUs: NUMA Affinity is N/A");
+  if (!header->hasNumaAffinity)
+    topo.addNote("numa unknown: no NUMA Affinity column");
+  else if (!allNuma)
+    topo.addNote("numa unknown for some GPUs: NUMA Affinity is N/A");
   return topo;
 }
 

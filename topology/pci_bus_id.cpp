@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "topology/pci_bus_id.h"
 
 #include <charconv>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // PCI bus ids in one spelling. NVML says "00000000:3B:00.0" (eight-digit domain, upper case), CUDA
 // says "0000:3b:00.0", hwloc "0000:3b:00.0", users write "3b:00.0". Ranks compare bus ids they got

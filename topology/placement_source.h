@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Where a GPU sits relative to the CPUs: its NUMA node and the CPUs close to it. NVML does not say
 // which NUMA node a GPU hangs off, and the classifier needs it to tell a same-socket SYS pair from a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reading files, recognising their kind, and putting a topology and its P2P matrices together.
 #include "topology/topology_file.h"
 
@@ -24,8 +25,8 @@ Expected<std::string> readWholeFile(const std::string& path) {
   std::string text = buf.str();
   if (in.bad()) return Expected<std::string>::failure(path + ": read error");
   if (static_cast<std::streamsize>(text.size()) > kMaxFileBytes)
-    return Expected<std::string>::failure(path + ": larger than any topology capture (" +
-                                          std::to_string(text.size()) + " bytes)");
+    return Expected<std::string>::failure(path + ": larger than any topology capture (" + std::to_string(text.size()) +
+                                          " bytes)");
   return text;
 }
 
@@ -47,22 +48,29 @@ std::string_view skipXmlPreamble(std::string_view text) {
 
 Expected<Topology> parseByKind(TopologyFileKind kind, std::string_view text, const std::string& path) {
   switch (kind) {
-    case TopologyFileKind::TopoMatrix: return parseTopoMatrix(text, path);
-    case TopologyFileKind::HwlocXml: return parseHwlocXml(text, path);
-    case TopologyFileKind::Empty: return Expected<Topology>::failure(path + ":1: expected a topology, found an empty file");
+    case TopologyFileKind::TopoMatrix:
+      return parseTopoMatrix(text, path);
+    case TopologyFileKind::HwlocXml:
+      return parseHwlocXml(text, path);
+    case TopologyFileKind::Empty:
+      return Expected<Topology>::failure(path + ":1: expected a topology, found an empty file");
     case TopologyFileKind::Binary:
       return Expected<Topology>::failure(path + ": expected a text topology file, found binary data");
     case TopologyFileKind::NcclXml:
       return Expected<Topology>::failure(
-          path + ": NCCL topology XML (NCCL_TOPO_FILE format) is not supported: it leaves out the GPU NVLinks; "
-                 "use `nvidia-smi topo -m` output or an hwloc XML export (`lstopo topo.xml`)");
+          path +
+          ": NCCL topology XML (NCCL_TOPO_FILE format) is not supported: it leaves out the GPU NVLinks; "
+          "use `nvidia-smi topo -m` output or an hwloc XML export (`lstopo topo.xml`)");
     case TopologyFileKind::OtherXml:
-      return Expected<Topology>::failure(path + ": XML, but neither an hwloc export (<topology>) nor anything else "
-                                                "this reader knows");
+      return Expected<Topology>::failure(path +
+                                         ": XML, but neither an hwloc export (<topology>) nor anything else "
+                                         "this reader knows");
     case TopologyFileKind::P2pMatrix:
-      return Expected<Topology>::failure(path + ": a `nvidia-smi topo -p2p` matrix holds no topology; pass it "
-                                                "together with a `nvidia-smi topo -m` capture");
-    case TopologyFileKind::Unrecognised: break;
+      return Expected<Topology>::failure(path +
+                                         ": a `nvidia-smi topo -p2p` matrix holds no topology; pass it "
+                                         "together with a `nvidia-smi topo -m` capture");
+    case TopologyFileKind::Unrecognised:
+      break;
   }
   // Let the topo -m parser say precisely what is wrong: it names the line and what it expected.
   return parseTopoMatrix(text, path);
@@ -72,14 +80,22 @@ Expected<Topology> parseByKind(TopologyFileKind kind, std::string_view text, con
 
 std::string_view topologyFileKindName(TopologyFileKind k) {
   switch (k) {
-    case TopologyFileKind::Empty: return "empty";
-    case TopologyFileKind::Binary: return "binary";
-    case TopologyFileKind::TopoMatrix: return "nvidia-smi topo -m";
-    case TopologyFileKind::P2pMatrix: return "nvidia-smi topo -p2p";
-    case TopologyFileKind::HwlocXml: return "hwloc XML";
-    case TopologyFileKind::NcclXml: return "NCCL topology XML";
-    case TopologyFileKind::OtherXml: return "XML";
-    case TopologyFileKind::Unrecognised: return "unrecognised";
+    case TopologyFileKind::Empty:
+      return "empty";
+    case TopologyFileKind::Binary:
+      return "binary";
+    case TopologyFileKind::TopoMatrix:
+      return "nvidia-smi topo -m";
+    case TopologyFileKind::P2pMatrix:
+      return "nvidia-smi topo -p2p";
+    case TopologyFileKind::HwlocXml:
+      return "hwloc XML";
+    case TopologyFileKind::NcclXml:
+      return "NCCL topology XML";
+    case TopologyFileKind::OtherXml:
+      return "XML";
+    case TopologyFileKind::Unrecognised:
+      return "unrecognised";
   }
   return "unrecognised";
 }
@@ -146,13 +162,17 @@ Expected<Topology> loadTopologyFiles(std::span<const std::string> paths) {
     }
     auto t = parseByKind(kind, text.value(), path);
     if (!t) return t;
-    if (topo) return Result::failure(path + ": a second topology (the first was " + topoPath + "); give one topology "
-                                            "file and any number of P2P matrices");
+    if (topo)
+      return Result::failure(path + ": a second topology (the first was " + topoPath +
+                             "); give one topology "
+                             "file and any number of P2P matrices");
     topo = std::move(t).value();
     topoPath = path;
   }
-  if (!topo) return Result::failure(paths.front() + ": only P2P matrices given; a `nvidia-smi topo -m` capture or an "
-                                                    "hwloc XML is needed as well");
+  if (!topo)
+    return Result::failure(paths.front() +
+                           ": only P2P matrices given; a `nvidia-smi topo -m` capture or an "
+                           "hwloc XML is needed as well");
   for (const auto& [path, matrix] : matrices) {
     bool guessed = false;
     const auto cap = p2pCapabilityFromFileName(path, &guessed);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Topologies from files: what `symmem-info --topo FILE...` and SYMMEM_TOPO_FILE read, and what the
 // tests feed the classifier with. Nothing here throws or crashes on bad input: every failure is an
@@ -35,14 +36,14 @@ Expected<Topology> loadTopologyFiles(std::span<const std::string> paths);
 // ---- Recognising a file ----
 
 enum class TopologyFileKind : int {
-  Empty,        // nothing but whitespace
-  Binary,       // control bytes no text capture has
-  TopoMatrix,   // nvidia-smi topo -m
-  P2pMatrix,    // nvidia-smi topo -p2p <cap>
-  HwlocXml,     // <topology ...> (lstopo / hwloc_topology_export_xml)
-  NcclXml,      // <system version=...> (NCCL_TOPO_FILE / NCCL_TOPO_DUMP_FILE)
-  OtherXml,     // XML, but neither of the above
-  Unrecognised, // text that looks like none of the above
+  Empty,         // nothing but whitespace
+  Binary,        // control bytes no text capture has
+  TopoMatrix,    // nvidia-smi topo -m
+  P2pMatrix,     // nvidia-smi topo -p2p <cap>
+  HwlocXml,      // <topology ...> (lstopo / hwloc_topology_export_xml)
+  NcclXml,       // <system version=...> (NCCL_TOPO_FILE / NCCL_TOPO_DUMP_FILE)
+  OtherXml,      // XML, but neither of the above
+  Unrecognised,  // text that looks like none of the above
 };
 std::string_view topologyFileKindName(TopologyFileKind k);
 TopologyFileKind sniffTopologyFile(std::string_view text);
@@ -55,17 +56,16 @@ Expected<Topology> parseTopoMatrix(std::string_view text, std::string_view fileN
 enum class P2pCapability : int { Read, Write, ReadWrite, Other };
 
 struct P2pMatrix {
-  std::vector<int> gpuIndices;              // from the header: GPU0 GPU1 ... -> 0 1 ...
-  std::vector<std::vector<Support>> status; // [row][col]; OK -> Yes, U -> Unknown, NS/GNS/CNS/TNS/DR -> No
-  std::vector<std::string> notes;           // e.g. tokens not in the legend (taken as "no")
+  std::vector<int> gpuIndices;               // from the header: GPU0 GPU1 ... -> 0 1 ...
+  std::vector<std::vector<Support>> status;  // [row][col]; OK -> Yes, U -> Unknown, NS/GNS/CNS/TNS/DR -> No
+  std::vector<std::string> notes;            // e.g. tokens not in the legend (taken as "no")
 };
 Expected<P2pMatrix> parseP2pMatrix(std::string_view text, std::string_view fileName);
 P2pCapability p2pCapabilityFromFileName(std::string_view path, bool* guessed);
 
 // Copies the matrix's statuses into `topo` (matched by GPU index). Fails when the matrix names a GPU
 // the topology does not have.
-Expected<bool> applyP2pMatrix(Topology& topo, const P2pMatrix& matrix, P2pCapability cap,
-                              std::string_view fileName);
+Expected<bool> applyP2pMatrix(Topology& topo, const P2pMatrix& matrix, P2pCapability cap, std::string_view fileName);
 
 // hwloc XML: pairs from the PCI bridge tree (switch / host bridge / package), NVLink from the
 // "NVLinkBandwidth" distances matrix when the export has one. Without hwloc in the build this returns

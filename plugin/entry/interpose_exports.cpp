@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The NCCL entry points the plugin defines (PMPI style): reached when the shared object is
 // preloaded, loaded in place of libnccl (it depends on libnccl.so.2, so everything it does not
 // define still resolves), or attached. Each forwards to the interposer, which forwards to NCCL's
@@ -9,14 +10,14 @@
 #include <string>
 #include <vector>
 
+#include "core/log.h"
+#include "core/settings.h"
 #include "plugin/attach.h"
 #include "plugin/code_hook.h"
 #include "plugin/interposer.h"
-#include "core/log.h"
 #include "plugin/nccl_real.h"
 #include "plugin/process.h"
 #include "plugin/self_pin.h"
-#include "core/settings.h"
 #include "plugin/tuner.h"
 
 #define SYMMEM_EXPORT extern "C" __attribute__((visibility("default")))
@@ -153,9 +154,10 @@ void attachOnce() {
   // communicators with the other's functions.
   void* loadingNccl = ncclAllReduceOf(fn(symmem::ncclLogger()));
   if (loadingNccl && loadingNccl != fn(real.allReduce)) {
-    SYMMEM_WARN("attach skipped: the NCCL that loaded the plugin (%s) is not the libnccl.so.2 it forwards to (%s); "
-                "all-reduces stay on NCCL",
-                objectName(fn(symmem::ncclLogger())).c_str(), objectName(fn(real.allReduce)).c_str());
+    SYMMEM_WARN(
+        "attach skipped: the NCCL that loaded the plugin (%s) is not the libnccl.so.2 it forwards to (%s); "
+        "all-reduces stay on NCCL",
+        objectName(fn(symmem::ncclLogger())).c_str(), objectName(fn(real.allReduce)).c_str());
     return;
   }
   // Pinned before anything points into the plugin: NCCL dlcloses its tuner after the last

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The tuner objects NCCL looks up by name. One implementation (plugin/tuner.cpp, v5 shape);
 // every other version is a thin adapter. NCCL takes the first symbol it finds, newest first:
 // 2.32.6+ tries v7, then v6 ... v2; 2.30 - 2.32.5 start at v6; 2.28 - 2.29 at v5; older ones
@@ -37,11 +38,9 @@ abi::Result initV7(void** ctx, uint64_t commId, size_t nRanks, size_t nNodes, ab
 
 SYMMEM_EXPORT const abi::TunerV7 ncclTunerPlugin_v7 = {kPluginName, initV7, tuner::getCollInfo, tuner::finalize,
                                                        nullptr};
-SYMMEM_EXPORT const abi::TunerV6 ncclTunerPlugin_v6 = {kPluginName, tuner::init, tuner::getCollInfo,
-                                                       tuner::finalize, nullptr};
-SYMMEM_EXPORT const abi::TunerV5 ncclTunerPlugin_v5 = {kPluginName, tuner::init, tuner::getCollInfo,
-                                                       tuner::finalize};
+SYMMEM_EXPORT const abi::TunerV6 ncclTunerPlugin_v6 = {kPluginName, tuner::init, tuner::getCollInfo, tuner::finalize,
+                                                       nullptr};
+SYMMEM_EXPORT const abi::TunerV5 ncclTunerPlugin_v5 = {kPluginName, tuner::init, tuner::getCollInfo, tuner::finalize};
 SYMMEM_EXPORT const abi::TunerV4 ncclTunerPlugin_v4 = {kPluginName, initV2toV4, tuner::getCollInfo, tuner::finalize};
 SYMMEM_EXPORT const abi::TunerV3 ncclTunerPlugin_v3 = {kPluginName, initV2toV4, getCollInfoV3, tuner::finalize};
-SYMMEM_EXPORT const abi::TunerV2 ncclTunerPlugin_v2 = {kPluginName, initV2toV4, tuner::getCollInfoV2,
-                                                       tuner::finalize};
+SYMMEM_EXPORT const abi::TunerV2 ncclTunerPlugin_v2 = {kPluginName, initV2toV4, tuner::getCollInfoV2, tuner::finalize};

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Stand-in for a caller that takes the function's address (a dispatch table, a ctypes-style pointer):
    compiled as PIC, the address is loaded from a GLOB_DAT entry of the GOT. */
 typedef int (*FakeAllReduceFn)(int);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a code hook adds to every call: a call through a pointer cached before the hook, to a function
 // of tests/hook_fixture/hook_shapes.S, unhooked and hooked (jump, relay, a replacement that forwards
 // through the trampoline). A benchmark, not a test: it reports, it does not pass or fail.

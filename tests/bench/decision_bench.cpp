@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Per-call cost of the decision and of the tuner's getCollInfo (target: under 50 ns each).
 // A benchmark, not a test: it reports, it does not pass or fail.
 #include <benchmark/benchmark.h>
@@ -75,10 +76,22 @@ RealNccl noOpNccl() {
   r.allReduce = [](const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t) {
     return ncclSuccess;
   };
-  r.commCount = [](const ncclComm_t, int* n) { *n = 8; return ncclSuccess; };
-  r.commUserRank = [](const ncclComm_t, int* n) { *n = 0; return ncclSuccess; };
-  r.commCuDevice = [](const ncclComm_t, int* n) { *n = 0; return ncclSuccess; };
-  r.commGetAsyncError = [](ncclComm_t, ncclResult_t* s) { *s = ncclSuccess; return ncclSuccess; };
+  r.commCount = [](const ncclComm_t, int* n) {
+    *n = 8;
+    return ncclSuccess;
+  };
+  r.commUserRank = [](const ncclComm_t, int* n) {
+    *n = 0;
+    return ncclSuccess;
+  };
+  r.commCuDevice = [](const ncclComm_t, int* n) {
+    *n = 0;
+    return ncclSuccess;
+  };
+  r.commGetAsyncError = [](ncclComm_t, ncclResult_t* s) {
+    *s = ncclSuccess;
+    return ncclSuccess;
+  };
   return r;
 }
 
@@ -104,8 +117,9 @@ void BM_InterposerIneligibleDtype(benchmark::State& state) {
   static const RealNccl nccl = noOpNccl();
   static ProcessContext process;
   process.table = &DecisionTable::builtIn();
-  Interposer ip(nccl, process, [](ncclComm_t, int, int, int) { return std::unique_ptr<CommState>(); },
-                [](cudaStream_t) { return std::optional<bool>(false); });
+  Interposer ip(
+      nccl, process, [](ncclComm_t, int, int, int) { return std::unique_ptr<CommState>(); },
+      [](cudaStream_t) { return std::optional<bool>(false); });
   auto comm = reinterpret_cast<ncclComm_t>(0x1234);
   double buf[4];
   for (auto _ : state) benchmark::DoNotOptimize(ip.allReduce(buf, buf, 4, ncclFloat64, ncclSum, comm, nullptr));

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """A standalone NCCL client that reaches NCCL the way vLLM's and SGLang's PyNcclCommunicator do.
 
 What it models: the pynccl wrappers load NCCL with ctypes.CDLL(VLLM_NCCL_SO_PATH / SGLANG_NCCL_SO_PATH

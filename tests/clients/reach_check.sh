@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Does every kind of NCCL client reach the plugin with only NCCL_TUNER_PLUGIN set? Runs each client
 # found on this machine once with the plugin (NCCL_DEBUG=INFO, nothing preloaded) and once without,
 # and reports per run: its own verdict (exact results), whether the plugin hooked libnccl, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GPU tests of the symmetric all-reduce (kernels/). Every test forks its ranks (or one process that
 // drives several GPUs from threads) before any CUDA call; the parent stays CUDA-free and kills any
 // child that outlives its bound. Inputs are integer-valued so every reduction is exact; results are
@@ -40,21 +41,20 @@ bool lightRun() {
   return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
 }
 
-#define SKIP_WITHOUT_GPUS(n)                                                                       \
-  do {                                                                                             \
-    std::string why;                                                                               \
-    const int have = testing::gpuCount(&why);                                                      \
-    if (have < (n))                                                                                \
-      GTEST_SKIP() << "needs " << (n) << " GPUs, found " << have << (why.empty() ? "" : ": ") << why; \
+#define SKIP_WITHOUT_GPUS(n)                                                                                        \
+  do {                                                                                                              \
+    std::string why;                                                                                                \
+    const int have = testing::gpuCount(&why);                                                                       \
+    if (have < (n)) GTEST_SKIP() << "needs " << (n) << " GPUs, found " << have << (why.empty() ? "" : ": ") << why; \
   } while (0)
 
-#define CUDA_OK(f, call)                                                                  \
-  do {                                                                                    \
-    const cudaError_t e_ = (call);                                                        \
-    if (e_ != cudaSuccess) {                                                              \
-      (f).fail("%s:%d %s: %s", __FILE__, __LINE__, #call, cudaGetErrorString(e_));        \
-      return (f).count;                                                                   \
-    }                                                                                     \
+#define CUDA_OK(f, call)                                                           \
+  do {                                                                             \
+    const cudaError_t e_ = (call);                                                 \
+    if (e_ != cudaSuccess) {                                                       \
+      (f).fail("%s:%d %s: %s", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+      return (f).count;                                                            \
+    }                                                                              \
   } while (0)
 
 // ---- values ------------------------------------------------------------------------------------
@@ -72,18 +72,27 @@ __host__ __device__ inline float testValue(int op, int rank, uint64_t i, uint32_
   const uint32_t h = mix(static_cast<uint32_t>(rank), static_cast<uint32_t>(i), seed);
   if ((h >> 24) % 11 == 3) return -0.0f;
   switch (op) {
-    case 0: return static_cast<float>(static_cast<int>(h % 17) - 8);                 // sum: |total| <= 64
-    case 1: { const int v[4] = {-2, -1, 1, 2}; return static_cast<float>(v[h % 4]); }  // prod: powers of 2
-    default: return static_cast<float>(static_cast<int>(h % 201) - 100);             // max/min
+    case 0:
+      return static_cast<float>(static_cast<int>(h % 17) - 8);  // sum: |total| <= 64
+    case 1: {
+      const int v[4] = {-2, -1, 1, 2};
+      return static_cast<float>(v[h % 4]);
+    }  // prod: powers of 2
+    default:
+      return static_cast<float>(static_cast<int>(h % 201) - 100);  // max/min
   }
 }
 
 __host__ __device__ inline float combine(int op, float a, float b) {
   switch (op) {
-    case 0: return a + b;
-    case 1: return a * b;
-    case 2: return a > b ? a : b;
-    default: return a < b ? a : b;
+    case 0:
+      return a + b;
+    case 1:
+      return a * b;
+    case 2:
+      return a > b ? a : b;
+    default:
+      return a < b ? a : b;
   }
 }
 
@@ -100,11 +109,17 @@ __host__ __device__ inline float referenceValue(int op, int nRanks, uint64_t i, 
 template <typename T>
 __host__ __device__ inline T fromFloat(float x);
 template <>
-__host__ __device__ inline float fromFloat<float>(float x) { return x; }
+__host__ __device__ inline float fromFloat<float>(float x) {
+  return x;
+}
 template <>
-__host__ __device__ inline __half fromFloat<__half>(float x) { return __float2half_rn(x); }
+__host__ __device__ inline __half fromFloat<__half>(float x) {
+  return __float2half_rn(x);
+}
 template <>
-__host__ __device__ inline __nv_bfloat16 fromFloat<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+__host__ __device__ inline __nv_bfloat16 fromFloat<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
 
 template <typename T>
 uint32_t bitsOf(const T& x) {
@@ -175,7 +190,7 @@ std::vector<size_t> countsFor(size_t elemBytes, size_t maxBytes, size_t limitByt
 
 struct SweepOptions {
   std::vector<int> ops = {0, 1, 2, 3};
-  size_t oneShotLimit = kOneShotMax;   // largest size tried
+  size_t oneShotLimit = kOneShotMax;  // largest size tried
   size_t twoShotLimit = kTwoShotMax;
   bool allTypes = true;
 
@@ -193,16 +208,16 @@ struct SweepOptions {
 // One case: fills this rank's input, runs the all-reduce, compares with the reference.
 template <typename T>
 int runCase(SymmetricComm& comm, const RankSetup& s, cudaStream_t stream, char* sendBase, char* recvBase, size_t count,
-            int op, Algorithm algo, bool inPlace, size_t offsetElems, uint32_t seed, RankFailures& f,
-            char* pinned, uint64_t* hash) {
+            int op, Algorithm algo, bool inPlace, size_t offsetElems, uint32_t seed, RankFailures& f, char* pinned,
+            uint64_t* hash) {
   T* send = reinterpret_cast<T*>(sendBase) + offsetElems;
   T* recv = inPlace ? send : reinterpret_cast<T*>(recvBase) + offsetElems;
   T* host = reinterpret_cast<T*>(pinned);
   for (size_t i = 0; i < count; ++i) host[i] = fromFloat<T>(testValue(op, s.rank, i, seed));
   CUDA_OK(f, cudaMemcpyAsync(send, host, count * sizeof(T), cudaMemcpyHostToDevice, stream));
   if (!inPlace) CUDA_OK(f, cudaMemsetAsync(recv, 0xff, count * sizeof(T), stream));
-  const Status st = comm.allReduce(send, recv, count, dtypeOf(static_cast<T*>(nullptr)), static_cast<ReduceOp>(op),
-                                   algo, stream);
+  const Status st =
+      comm.allReduce(send, recv, count, dtypeOf(static_cast<T*>(nullptr)), static_cast<ReduceOp>(op), algo, stream);
   const bool twoShot = algo == Algorithm::TwoShot;
   const char* name = twoShot ? "two-shot" : "one-shot";
   if (st != Status::Ok) {
@@ -263,9 +278,11 @@ int correctnessSweep(const RankSetup& s, const SweepOptions& options, RankFailur
               if (offset == 1 && (!odd || (count + 1) * elem > maxBytes)) continue;
               ++seed;
               if (t == 0)
-                runCase<float>(*comm, s, stream, sendBase, recvBase, count, op, algo, inPlace, offset, seed, f, pinned, &hash);
+                runCase<float>(*comm, s, stream, sendBase, recvBase, count, op, algo, inPlace, offset, seed, f, pinned,
+                               &hash);
               else if (t == 1)
-                runCase<__half>(*comm, s, stream, sendBase, recvBase, count, op, algo, inPlace, offset, seed, f, pinned, &hash);
+                runCase<__half>(*comm, s, stream, sendBase, recvBase, count, op, algo, inPlace, offset, seed, f, pinned,
+                                &hash);
               else
                 runCase<__nv_bfloat16>(*comm, s, stream, sendBase, recvBase, count, op, algo, inPlace, offset, seed, f,
                                        pinned, &hash);
@@ -308,9 +325,11 @@ __global__ void checkOutputs(const T* out, size_t count, int nRanks, int op, boo
     const T want = fromFloat<T>(referenceValue(op, nRanks, i, it * 2654435761u + 17u, twoShot));
     T got = out[i];
     bool same;
-    if constexpr (sizeof(T) == 4) same = __float_as_uint(*reinterpret_cast<const float*>(&got)) ==
-                                         __float_as_uint(*reinterpret_cast<const float*>(&want));
-    else same = *reinterpret_cast<const unsigned short*>(&got) == *reinterpret_cast<const unsigned short*>(&want);
+    if constexpr (sizeof(T) == 4)
+      same = __float_as_uint(*reinterpret_cast<const float*>(&got)) ==
+             __float_as_uint(*reinterpret_cast<const float*>(&want));
+    else
+      same = *reinterpret_cast<const unsigned short*>(&got) == *reinterpret_cast<const unsigned short*>(&want);
     if (!same) atomicAdd(errors, 1ull);
   }
 }
@@ -339,8 +358,8 @@ int graphReplay(SymmetricComm& comm, const RankSetup& s, size_t count, int op, A
   cudaGraph_t graph;
   CUDA_OK(f, cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
   writeInputs<T><<<blocks, 256, 0, stream>>>(send, count, s.rank, op, iteration);
-  const Status st = comm.allReduce(send, out, count, dtypeOf(static_cast<T*>(nullptr)), static_cast<ReduceOp>(op), algo,
-                                   stream);
+  const Status st =
+      comm.allReduce(send, out, count, dtypeOf(static_cast<T*>(nullptr)), static_cast<ReduceOp>(op), algo, stream);
   checkOutputs<T><<<blocks, 256, 0, stream>>>(out, count, s.nRanks, op, twoShot, iteration, errors);
   advanceIteration<<<1, 1, 0, stream>>>(iteration);
   CUDA_OK(f, cudaStreamEndCapture(stream, &graph));
@@ -356,8 +375,8 @@ int graphReplay(SymmetricComm& comm, const RankSetup& s, size_t count, int op, A
   CUDA_OK(f, cudaMemcpy(&errs, errors, sizeof(errs), cudaMemcpyDeviceToHost));
   CUDA_OK(f, cudaMemcpy(&iters, iteration, sizeof(iters), cudaMemcpyDeviceToHost));
   RANK_CHECK(f, errs == 0, "graph %s %zu-byte %s count=%zu %s: %llu wrong elements over %d replays",
-             twoShot ? "two-shot" : "one-shot", sizeof(T), opName(op), count, inPlace ? "in-place" : "out-of-place", errs,
-             replays);
+             twoShot ? "two-shot" : "one-shot", sizeof(T), opName(op), count, inPlace ? "in-place" : "out-of-place",
+             errs, replays);
   RANK_CHECK(f, iters == static_cast<uint32_t>(replays), "graph ran %u iterations, expected %d", iters, replays);
   RANK_CHECK(f, comm.deviceStatus() == Status::Ok, "deviceStatus %s", statusName(comm.deviceStatus()));
   if (s.rank == 0)
@@ -383,12 +402,12 @@ int graphSuite(const RankSetup& s, int replays, RankFailures& f) {
     f.fail("create failed: %s", why.c_str());
     return f.count;
   }
-  graphReplay<__nv_bfloat16>(*comm, s, 4096, 0, Algorithm::OneShot, true, replays, f);     // 8 KiB
-  graphReplay<float>(*comm, s, 4097, 2, Algorithm::OneShot, false, replays, f);            // odd size, max
-  graphReplay<__half>(*comm, s, 3, 3, Algorithm::OneShot, true, replays, f);               // tail only
-  graphReplay<__nv_bfloat16>(*comm, s, 512 << 10, 0, Algorithm::OneShot, false, replays, f); // 1 MiB
-  graphReplay<__half>(*comm, s, 512 << 10, 0, Algorithm::TwoShot, true, replays, f);       // 1 MiB
-  graphReplay<__nv_bfloat16>(*comm, s, 65537, 1, Algorithm::TwoShot, false, replays, f);   // odd, prod
+  graphReplay<__nv_bfloat16>(*comm, s, 4096, 0, Algorithm::OneShot, true, replays, f);        // 8 KiB
+  graphReplay<float>(*comm, s, 4097, 2, Algorithm::OneShot, false, replays, f);               // odd size, max
+  graphReplay<__half>(*comm, s, 3, 3, Algorithm::OneShot, true, replays, f);                  // tail only
+  graphReplay<__nv_bfloat16>(*comm, s, 512 << 10, 0, Algorithm::OneShot, false, replays, f);  // 1 MiB
+  graphReplay<__half>(*comm, s, 512 << 10, 0, Algorithm::TwoShot, true, replays, f);          // 1 MiB
+  graphReplay<__nv_bfloat16>(*comm, s, 65537, 1, Algorithm::TwoShot, false, replays, f);      // odd, prod
   s.shm->barrier(s.rank);
   return f.count;
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "tests/gpu/rank_harness.h"
 
 #include <cuda_runtime_api.h>
@@ -14,8 +15,8 @@
 #include <vector>
 
 #include "core/settings.h"
-#include "tools/bench_ranks.h"
 #include "plugin/process.h"
+#include "tools/bench_ranks.h"
 
 namespace symmem::testing {
 
@@ -120,9 +121,12 @@ std::string runForked(int nRanks, int timeoutSec, const std::function<int(int ra
   std::string report;
   for (int r = 0; r < nRanks; ++r) {
     const int st = status[r];
-    if (pids[r] <= 0) report += "rank " + std::to_string(r) + ": fork failed; ";
-    else if (st == -2) report += "rank " + std::to_string(r) + ": killed after " + std::to_string(timeoutSec) + " s; ";
-    else if (WIFSIGNALED(st)) report += "rank " + std::to_string(r) + ": signal " + std::to_string(WTERMSIG(st)) + "; ";
+    if (pids[r] <= 0)
+      report += "rank " + std::to_string(r) + ": fork failed; ";
+    else if (st == -2)
+      report += "rank " + std::to_string(r) + ": killed after " + std::to_string(timeoutSec) + " s; ";
+    else if (WIFSIGNALED(st))
+      report += "rank " + std::to_string(r) + ": signal " + std::to_string(WTERMSIG(st)) + "; ";
     else if (WIFEXITED(st) && WEXITSTATUS(st) != 0)
       report += "rank " + std::to_string(r) + ": " + std::to_string(WEXITSTATUS(st)) + " failure(s); ";
   }

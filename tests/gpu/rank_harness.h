@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Multi-rank test harness: fork one process per rank before any CUDA call (the parent never
 // initialises CUDA), a shared-memory all-gather for SymmetricComm::create, bounded waits everywhere.
@@ -57,8 +58,8 @@ struct RankFailures {
   void fail(const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 };
 
-#define RANK_CHECK(f, cond, ...)  \
-  do {                            \
+#define RANK_CHECK(f, cond, ...)        \
+  do {                                  \
     if (!(cond)) (f).fail(__VA_ARGS__); \
   } while (0)
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The interposer with real NCCL on real GPUs, reached the way a user reaches it: each rank process
 // sets only NCCL_TUNER_PLUGIN, NCCL loads the plugin as its tuner, and attach rebinds this binary's
 // ncclAllReduce / lifecycle calls. Two processes, one GPU each, forked before any CUDA call.
@@ -26,13 +27,15 @@ using symmem::testing::ShmAllGather;
 constexpr int kRanks = 2;
 constexpr int kCommunicators = 200;
 
-#define NCCL_OK(f, call)                                                                          \
-  do {                                                                                            \
-    ncclResult_t r_ = (call);                                                                     \
-    if (r_ != ncclSuccess) (f).fail("%s failed: %s", #call, ncclGetErrorString(r_));              \
+#define NCCL_OK(f, call)                                                             \
+  do {                                                                               \
+    ncclResult_t r_ = (call);                                                        \
+    if (r_ != ncclSuccess) (f).fail("%s failed: %s", #call, ncclGetErrorString(r_)); \
   } while (0)
 
-std::string debugFile(int rank) { return "/tmp/symmem-lifecycle-" + std::to_string(getppid()) + "-" + std::to_string(rank) + ".log"; }
+std::string debugFile(int rank) {
+  return "/tmp/symmem-lifecycle-" + std::to_string(getppid()) + "-" + std::to_string(rank) + ".log";
+}
 
 void usePluginOnly(int rank) {
   setenv("NCCL_TUNER_PLUGIN", SYMMEM_PLUGIN_PATH, 1);
@@ -124,9 +127,10 @@ TEST(InterposerGpu, ManyCommunicatorsNoLeakSplitAbortAndGraphs) {
       }
     }
     if (secondHalfMax + (64ull << 20) < firstHalfMax)
-      f.fail("device memory leaked: at most %zu MiB free in communicators 101-200, %zu MiB in 25-100 (MiB free "
-             "along the way:%s)",
-             secondHalfMax >> 20, firstHalfMax >> 20, trajectory.c_str());
+      f.fail(
+          "device memory leaked: at most %zu MiB free in communicators 101-200, %zu MiB in 25-100 (MiB free "
+          "along the way:%s)",
+          secondHalfMax >> 20, firstHalfMax >> 20, trajectory.c_str());
 
     // A split communicator works and is set up on its own.
     ncclComm_t parent, child;

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """A ctypes NCCL client, as vLLM's and SGLang's pynccl wrappers are written, against the stand-in
 libnccl.so.2 of tests/hook_fixture: every function is looked up once, before the plugin exists; then
 the plugin is loaded and initialised the way NCCL loads its tuner (dlopen RTLD_LOCAL, the

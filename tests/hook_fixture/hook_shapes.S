@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Functions whose first bytes have the shapes the code hooks must handle or refuse (x86-64, System V).
    Each is 16-byte aligned and has its size in the symbol table, as compilers emit them. */
         .text

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* A stand-in libnccl.so.2 for the code-hook tests: the entry points the plugin hooks
    (stand_in_nccl_entry.S) end in the bodies below, which record what they were called with; the rest
    of what the plugin resolves (pncclCommCount, ...) answers as a one-rank communicator would. Tests
@@ -17,7 +18,7 @@ typedef int ncclResult;
 enum { kSuccess = 0, kRemoteError = 6 };
 
 static StandInRecord record;
-HIDDEN int standInGroupStarts; /* bumped by pncclGroupStart's RIP-relative prologue */
+HIDDEN int standInGroupStarts;      /* bumped by pncclGroupStart's RIP-relative prologue */
 static void (*abortCallback)(void); /* runs inside pncclCommAbort, as NCCL unloads its tuner there */
 
 EXPORT StandInRecord* standInRecord(void) { return &record; }
@@ -37,16 +38,30 @@ HIDDEN ncclResult standInAllReduce(const void* send, void* recv, size_t count, i
   record.stream = stream;
   return kRemoteError;
 }
-HIDDEN ncclResult standInGroupStart(void) { record.groupStartBodies++; return kSuccess; }
-HIDDEN ncclResult standInGroupEnd(void) { record.groupEnds++; return kSuccess; }
-HIDDEN ncclResult standInCommDestroy(void* comm) { record.destroys++; record.lastTeardownComm = comm; return kSuccess; }
+HIDDEN ncclResult standInGroupStart(void) {
+  record.groupStartBodies++;
+  return kSuccess;
+}
+HIDDEN ncclResult standInGroupEnd(void) {
+  record.groupEnds++;
+  return kSuccess;
+}
+HIDDEN ncclResult standInCommDestroy(void* comm) {
+  record.destroys++;
+  record.lastTeardownComm = comm;
+  return kSuccess;
+}
 HIDDEN ncclResult standInCommAbort(void* comm) {
   record.aborts++;
   record.lastTeardownComm = comm;
   if (abortCallback) abortCallback();
   return kSuccess;
 }
-HIDDEN ncclResult standInCommFinalize(void* comm) { record.finalizes++; record.lastTeardownComm = comm; return kSuccess; }
+HIDDEN ncclResult standInCommFinalize(void* comm) {
+  record.finalizes++;
+  record.lastTeardownComm = comm;
+  return kSuccess;
+}
 HIDDEN ncclResult standInCommRevoke(void* comm, int flags) {
   record.revokes++;
   record.lastTeardownComm = comm;
@@ -58,17 +73,32 @@ HIDDEN ncclResult standInCommRevoke(void* comm, int flags) {
 #define ALIAS(name) __attribute__((weak, alias("p" #name)))
 EXPORT ncclResult pncclAllGather(const void* s, void* r, size_t n, int t, void* c, void* st) { return kSuccess; }
 EXPORT ncclResult ncclAllGather(const void* s, void* r, size_t n, int t, void* c, void* st) ALIAS(ncclAllGather);
-EXPORT ncclResult pncclCommCount(const void* c, int* n) { *n = 1; return kSuccess; }
+EXPORT ncclResult pncclCommCount(const void* c, int* n) {
+  *n = 1;
+  return kSuccess;
+}
 EXPORT ncclResult ncclCommCount(const void* c, int* n) ALIAS(ncclCommCount);
-EXPORT ncclResult pncclCommUserRank(const void* c, int* r) { *r = 0; return kSuccess; }
+EXPORT ncclResult pncclCommUserRank(const void* c, int* r) {
+  *r = 0;
+  return kSuccess;
+}
 EXPORT ncclResult ncclCommUserRank(const void* c, int* r) ALIAS(ncclCommUserRank);
-EXPORT ncclResult pncclCommCuDevice(const void* c, int* d) { *d = 0; return kSuccess; }
+EXPORT ncclResult pncclCommCuDevice(const void* c, int* d) {
+  *d = 0;
+  return kSuccess;
+}
 EXPORT ncclResult ncclCommCuDevice(const void* c, int* d) ALIAS(ncclCommCuDevice);
-EXPORT ncclResult pncclCommGetAsyncError(void* c, ncclResult* e) { *e = kSuccess; return kSuccess; }
+EXPORT ncclResult pncclCommGetAsyncError(void* c, ncclResult* e) {
+  *e = kSuccess;
+  return kSuccess;
+}
 EXPORT ncclResult ncclCommGetAsyncError(void* c, ncclResult* e) ALIAS(ncclCommGetAsyncError);
 EXPORT const char* pncclGetErrorString(ncclResult r) { return "stand-in"; }
 EXPORT const char* ncclGetErrorString(ncclResult r) ALIAS(ncclGetErrorString);
-EXPORT ncclResult pncclGetVersion(int* v) { *v = 22809; return kSuccess; }
+EXPORT ncclResult pncclGetVersion(int* v) {
+  *v = 22809;
+  return kSuccess;
+}
 EXPORT ncclResult ncclGetVersion(int* v) ALIAS(ncclGetVersion);
 
 /* NCCL's logger lives in libnccl; this one keeps what it was given, for tests to read. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The entry points of the stand-in libnccl.so.2 that the plugin hooks, with the first instructions
    real NCCL builds have (docs/attach.md): each saves and restores what its prologue touched, then
    tail-jumps to its C body (stand_in_nccl.c), so arguments reach the body as the caller passed them.

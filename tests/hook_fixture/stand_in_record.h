@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* What the stand-in libnccl.so.2 records of the calls that reach it (stand_in_nccl.c); tests read it
    through standInRecord(). C and C++. */
 #pragma once

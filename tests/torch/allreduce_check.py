@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """torch.distributed all_reduce through NCCL, checked bit for bit and timed.
 
 Run it twice, once without and once with NCCL_TUNER_PLUGIN=<path to libnccl-tuner-symmem.so>: the

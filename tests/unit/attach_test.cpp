@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Attach (GOT rebinding) against stand-in libraries built in tests/attach_fixture: libfake_nccl.so
 // defines fakeAllReduce (x + 1000); the fake_app_* libraries call it through each kind of GOT slot.
 #include <dlfcn.h>
@@ -23,7 +24,7 @@ namespace {
 
 using AllReduceFn = int (*)(int);
 
-constexpr int kRealOffset = 1000;        // what libfake_nccl's fakeAllReduce adds
+constexpr int kRealOffset = 1000;          // what libfake_nccl's fakeAllReduce adds
 constexpr int kReplacementMark = 2000000;  // what the replacement adds on top of forwarding
 
 void* gRealAllReduce = nullptr;
@@ -67,7 +68,8 @@ std::string permissionsAt(const void* address) {
 }
 
 bool containsSubstring(const std::vector<std::string>& lines, const std::string& needle) {
-  return std::any_of(lines.begin(), lines.end(), [&](const std::string& l) { return l.find(needle) != std::string::npos; });
+  return std::any_of(lines.begin(), lines.end(),
+                     [&](const std::string& l) { return l.find(needle) != std::string::npos; });
 }
 
 const symmem::PatchedSlot* slotIn(const symmem::AttachReport& report, const char* pathPart) {
@@ -204,7 +206,7 @@ TEST_F(Attach, DefinitionInsideAnotherObjectIsReportedNotCovered) {
   EXPECT_TRUE(containsSubstring(report.notCovered, "defined inside"));
   EXPECT_TRUE(containsSubstring(report.notCovered, "libfake_defines.so"));
   EXPECT_EQ(definerCall(kInput), kInput + 5000);  // its own copy, untouched
-  EXPECT_EQ(nowCall_(kInput), kWrapped);            // the dynamic callers are still covered
+  EXPECT_EQ(nowCall_(kInput), kWrapped);          // the dynamic callers are still covered
 }
 
 TEST_F(Attach, CleanProcessReportsNothingNotCovered) {
@@ -224,7 +226,9 @@ TEST_F(Attach, SkippedObjectsKeepTheRealFunction) {
 }
 
 TEST_F(Attach, PredicateCanLeaveAnObjectAlone) {
-  options_.shouldPatch = [](std::string_view path) { return path.find("libfake_app_address") == std::string_view::npos; };
+  options_.shouldPatch = [](std::string_view path) {
+    return path.find("libfake_app_address") == std::string_view::npos;
+  };
   const symmem::AttachReport report = symmem::attachRebindings(kRebindings, options_);
   EXPECT_EQ(pointerCall_(kInput), kReal);
   EXPECT_EQ(nowCall_(kInput), kWrapped);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Code hooks against tests/hook_fixture/hook_shapes.S: functions whose first bytes are shaped like
 // NCCL's entry points (endbr64 + pushes, a RIP-relative lea) or like what must be refused (too short,
 // a branch into the moved bytes, a jump first). Callers hold pointers taken before the hook, as a
@@ -14,7 +15,6 @@
 
 #include "plugin/code_hook.h"
 #include "tests/unit/hook_fixture.h"
-
 
 namespace {
 
@@ -256,8 +256,10 @@ TEST_F(CodeHooks, CallersOnOtherThreadsDuringThePatchNeverCrash) {
   EXPECT_EQ(wrong.load(), 0);
   EXPECT_GT(calls.load(), 1000);
   EXPECT_GE(parkedTotal, 300 * 3) << "the caller threads were not parked";
-  std::printf("[ info ] %ld calls during 300 hook cycles; threads parked %d times, moved out of the "
-              "rewritten bytes %d times\n", calls.load(), parkedTotal, movedTotal);
+  std::printf(
+      "[ info ] %ld calls during 300 hook cycles; threads parked %d times, moved out of the "
+      "rewritten bytes %d times\n",
+      calls.load(), parkedTotal, movedTotal);
 }
 
 }  // namespace

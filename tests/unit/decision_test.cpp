@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -181,8 +182,7 @@ TEST(Decision, PolicySwitchesAndForcing) {
   one.force = ForcedPath::OneShot;
   EXPECT_EQ(decide(bf16Sum(8 * MiB), f, e, one).path, Path::SymOneShot);
   // Forcing never overrides eligibility: an unsupported op still goes to NCCL.
-  EXPECT_EQ(decide({Collective::AllReduce, ReduceOp::Avg, DataType::Float32, 64}, f, e, one).path,
-            Path::NcclUntouched);
+  EXPECT_EQ(decide({Collective::AllReduce, ReduceOp::Avg, DataType::Float32, 64}, f, e, one).path, Path::NcclUntouched);
   Policy nccl;
   nccl.force = ForcedPath::Nccl;
   EXPECT_EQ(decide(bf16Sum(64), f, e, nccl).path, Path::NcclUntouched);

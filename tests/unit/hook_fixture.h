@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The code-hook fixture libraries (tests/hook_fixture), where they exist (x86-64 builds), and whether
 // this build can hook at all.

@@ -1,11 +1,12 @@
+// SPDX-License-Identifier: Apache-2.0
 // The interposer's bookkeeping with a stand-in NCCL and a stand-in setup: which calls are forwarded,
 // when setup runs, what teardown forgets, how kernel errors surface. No GPU needed.
 #include <gtest/gtest.h>
 
 #include <map>
 
-#include "plugin/interposer.h"
 #include "core/log.h"
+#include "plugin/interposer.h"
 
 namespace symmem {
 namespace {
@@ -25,14 +26,38 @@ struct FakeNccl {
       return ncclSuccess;
     };
     r.allGather = [](const void*, void*, size_t, ncclDataType_t, ncclComm_t, cudaStream_t) { return ncclSuccess; };
-    r.commDestroy = [](ncclComm_t) { ++destroys; return ncclSuccess; };
-    r.commFinalize = [](ncclComm_t) { ++finalizes; return ncclSuccess; };
-    r.commAbort = [](ncclComm_t) { ++aborts; return ncclSuccess; };
-    r.groupStart = [] { ++groupStarts; return ncclSuccess; };
-    r.groupEnd = [] { ++groupEnds; return ncclSuccess; };
-    r.commCount = [](const ncclComm_t c, int* n) { *n = sizes[c]; return ncclSuccess; };
-    r.commUserRank = [](const ncclComm_t, int* rank) { *rank = 0; return ncclSuccess; };
-    r.commCuDevice = [](const ncclComm_t, int* dev) { *dev = 0; return ncclSuccess; };
+    r.commDestroy = [](ncclComm_t) {
+      ++destroys;
+      return ncclSuccess;
+    };
+    r.commFinalize = [](ncclComm_t) {
+      ++finalizes;
+      return ncclSuccess;
+    };
+    r.commAbort = [](ncclComm_t) {
+      ++aborts;
+      return ncclSuccess;
+    };
+    r.groupStart = [] {
+      ++groupStarts;
+      return ncclSuccess;
+    };
+    r.groupEnd = [] {
+      ++groupEnds;
+      return ncclSuccess;
+    };
+    r.commCount = [](const ncclComm_t c, int* n) {
+      *n = sizes[c];
+      return ncclSuccess;
+    };
+    r.commUserRank = [](const ncclComm_t, int* rank) {
+      *rank = 0;
+      return ncclSuccess;
+    };
+    r.commCuDevice = [](const ncclComm_t, int* dev) {
+      *dev = 0;
+      return ncclSuccess;
+    };
     r.commGetAsyncError = [](ncclComm_t, ncclResult_t* s) {
       ++asyncPolls;
       *s = inProgressPolls > 0 ? (--inProgressPolls, ncclInProgress) : asyncState;
@@ -56,7 +81,8 @@ class FakeSymmetric : public kernels::SymmetricComm {
   static inline kernels::Status answer = kernels::Status::Ok;
   static inline int destroyed = 0;
   ~FakeSymmetric() override { ++destroyed; }
-  kernels::Status allReduce(const void*, void*, size_t, DataType, ReduceOp, kernels::Algorithm a, cudaStream_t) override {
+  kernels::Status allReduce(const void*, void*, size_t, DataType, ReduceOp, kernels::Algorithm a,
+                            cudaStream_t) override {
     ++calls;
     lastAlgorithm = a;
     return answer;
@@ -112,11 +138,12 @@ class InterposerTest : public ::testing::Test {
 TEST_F(InterposerTest, IneligibleCallsGoStraightToNcclWithoutSetup) {
   Interposer ip = make(true);
   ncclComm_t comm = fakeComm(0x1000, 4);
-  EXPECT_EQ(ip.allReduce(buf, buf, 0, ncclBfloat16, ncclSum, comm, nullptr), ncclSuccess);   // empty
-  EXPECT_EQ(ip.allReduce(buf, buf, 4, ncclInt32, ncclSum, comm, nullptr), ncclSuccess);      // dtype
-  EXPECT_EQ(ip.allReduce(buf, buf, 4, ncclFloat64, ncclSum, comm, nullptr), ncclSuccess);    // dtype
-  EXPECT_EQ(ip.allReduce(buf, buf, 4, ncclFloat32, ncclAvg, comm, nullptr), ncclSuccess);    // op
-  EXPECT_EQ(ip.allReduce(buf, buf, 4, ncclFloat32, static_cast<ncclRedOp_t>(7), comm, nullptr), ncclSuccess);  // user op
+  EXPECT_EQ(ip.allReduce(buf, buf, 0, ncclBfloat16, ncclSum, comm, nullptr), ncclSuccess);  // empty
+  EXPECT_EQ(ip.allReduce(buf, buf, 4, ncclInt32, ncclSum, comm, nullptr), ncclSuccess);     // dtype
+  EXPECT_EQ(ip.allReduce(buf, buf, 4, ncclFloat64, ncclSum, comm, nullptr), ncclSuccess);   // dtype
+  EXPECT_EQ(ip.allReduce(buf, buf, 4, ncclFloat32, ncclAvg, comm, nullptr), ncclSuccess);   // op
+  EXPECT_EQ(ip.allReduce(buf, buf, 4, ncclFloat32, static_cast<ncclRedOp_t>(7), comm, nullptr),
+            ncclSuccess);  // user op
   EXPECT_EQ(FakeNccl::allReduces, 5);
   EXPECT_EQ(setups, 0);
   EXPECT_EQ(ip.liveCommunicators(), 0u);

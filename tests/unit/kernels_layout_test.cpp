@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CPU tests of the rules the symmetric kernels and their host code share (kernels/symmetric_layout.h):
 // buffer layout, slot rotation, two-shot chunk split, padding, sentinel bits, launch shape.
 #include <gtest/gtest.h>
@@ -19,9 +20,9 @@ TEST(KernelsLayout, PaddingIsWholeVectors) {
   EXPECT_EQ(paddedBytes(15), 16u);
   EXPECT_EQ(paddedBytes(16), 16u);
   EXPECT_EQ(paddedBytes(17), 32u);
-  EXPECT_EQ(vectorCount(2), 1u);    // 1 bf16 element
-  EXPECT_EQ(vectorCount(12), 1u);   // 3 floats
-  EXPECT_EQ(vectorCount(36), 3u);   // 9 floats
+  EXPECT_EQ(vectorCount(2), 1u);   // 1 bf16 element
+  EXPECT_EQ(vectorCount(12), 1u);  // 3 floats
+  EXPECT_EQ(vectorCount(36), 3u);  // 9 floats
   EXPECT_EQ(vectorCount(0), 0u);
 }
 
@@ -82,13 +83,16 @@ struct RotationModel {
   int k;
   bool useLayout;
   std::vector<std::vector<std::vector<int64_t>>> slot;  // slot[receiver][buffer][sender]: -1 armed, else round
-  std::vector<int64_t> round;                            // round each rank is in
-  std::vector<int> phase;                                // 0: push, 1: re-arm, 2: waiting
+  std::vector<int64_t> round;                           // round each rank is in
+  std::vector<int> phase;                               // 0: push, 1: re-arm, 2: waiting
 
   RotationModel(int ranks, int buffers, bool layout)
-      : n(ranks), k(buffers), useLayout(layout),
+      : n(ranks),
+        k(buffers),
+        useLayout(layout),
         slot(ranks, std::vector<std::vector<int64_t>>(buffers, std::vector<int64_t>(ranks, -1))),
-        round(ranks, 0), phase(ranks, 0) {}
+        round(ranks, 0),
+        phase(ranks, 0) {}
   int bufferOf(int64_t r) const { return useLayout ? roundBuffer(r) : static_cast<int>(r % k); }
   int rearmOf(int64_t r) const { return useLayout ? rearmBuffer(r) : static_cast<int>((r + k - 1) % k); }
 
@@ -132,7 +136,8 @@ bool rotationModelHolds(int n, int buffers, bool useLayout, uint32_t seed) {
 
 TEST(KernelsLayout, RotationModelThreeBuffersIsSafe) {
   for (int n = 2; n <= 4; ++n)
-    for (uint32_t seed = 1; seed <= 20; ++seed) EXPECT_TRUE(rotationModelHolds(n, kRounds, true, seed)) << n << " " << seed;
+    for (uint32_t seed = 1; seed <= 20; ++seed)
+      EXPECT_TRUE(rotationModelHolds(n, kRounds, true, seed)) << n << " " << seed;
 }
 
 TEST(KernelsLayout, RotationModelTwoBuffersIsCaught) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // A cost table the way NCCL 2.28 hands it to the tuner on a PCIe-only node: float[7][3], IGNORE (-1)
 // everywhere except TREE/RING x LL/SIMPLE (LL128 is off without NVLink), and NCCL's rule for what it

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Loads the built plugin the way NCCL does (dlopen RTLD_NOW | RTLD_LOCAL, dlsym of each
 // ncclTunerPlugin_vN) and drives init / getCollInfo / finalize on cost tables seeded like NCCL's.
 // Each scenario runs in a forked child so the plugin starts with a fresh process state and the
@@ -39,9 +40,9 @@ struct Table : testing::NcclCostTable {
 // Failures found in the child, written to a pipe for the parent to report.
 std::vector<std::string>* gProblems = nullptr;
 std::vector<std::string>* gLogLines = nullptr;
-#define CHILD_CHECK(cond, msg)                                                       \
-  do {                                                                               \
-    if (!(cond)) gProblems->push_back(std::string(msg) + " [" #cond "]");            \
+#define CHILD_CHECK(cond, msg)                                            \
+  do {                                                                    \
+    if (!(cond)) gProblems->push_back(std::string(msg) + " [" #cond "]"); \
   } while (0)
 
 void captureLog(int level, unsigned long flags, const char*, int, const char* fmt, ...) {
@@ -85,8 +86,10 @@ std::string runInChild(const std::map<std::string, std::string>& env, const std:
   close(fds[0]);
   int status = 0;
   waitpid(pid, &status, 0);
-  if (!WIFEXITED(status)) out += "child died (signal " + std::to_string(WTERMSIG(status)) + ")\n";
-  else if (WEXITSTATUS(status) != 0 && out.empty()) out += "child exit " + std::to_string(WEXITSTATUS(status)) + "\n";
+  if (!WIFEXITED(status))
+    out += "child died (signal " + std::to_string(WTERMSIG(status)) + ")\n";
+  else if (WEXITSTATUS(status) != 0 && out.empty())
+    out += "child exit " + std::to_string(WEXITSTATUS(status)) + "\n";
   return out;
 }
 
@@ -114,8 +117,10 @@ struct GuardedConstantsV7 {
   // Empty when NCCL's values are all where NCCL put them and nothing around the struct changed.
   std::string damage() {
     std::string out;
-    for (double d : before) if (d != kCanary) out += "written before the struct; ";
-    for (double d : after) if (d != kCanary) out += "written past the struct; ";
+    for (double d : before)
+      if (d != kCanary) out += "written before the struct; ";
+    for (double d : after)
+      if (d != kCanary) out += "written past the struct; ";
     size_t changed = 0, first = 0;
     for (size_t i = 0; i < count(); ++i)
       if (slots()[i] != expected(i) && changed++ == 0) first = i;
@@ -155,7 +160,8 @@ void checkEveryVersionLeavesTableAlone(void* handle) {
     CHILD_CHECK(t7.choice() == std::make_pair(1, 0) && t7.ignored() == 17 && ch7 == 0, "v7 table untouched");
     CHILD_CHECK(v7->finalize(c7) == abi::kSuccess, "v7 finalize");
     void* n7 = nullptr;
-    CHILD_CHECK(v7->init(&n7, 0x78, 8, 1, captureLog, nullptr, nullptr) == abi::kSuccess && n7, "v7 init, no constants");
+    CHILD_CHECK(v7->init(&n7, 0x78, 8, 1, captureLog, nullptr, nullptr) == abi::kSuccess && n7,
+                "v7 init, no constants");
     CHILD_CHECK(v7->finalize(n7) == abi::kSuccess, "v7 finalize");
   }
 
@@ -209,7 +215,8 @@ TEST(PluginDlopen, InitLogsOneTuningInfoLine) {
     v5->finalize(ctx);
     int infos = 0;
     for (const std::string& l : *gLogLines)
-      if (l.starts_with("3:65:") && l.find("nccl-symmem") != std::string::npos && l.find("nRanks 4") != std::string::npos)
+      if (l.starts_with("3:65:") && l.find("nccl-symmem") != std::string::npos &&
+          l.find("nRanks 4") != std::string::npos)
         ++infos;  // level INFO (3), flags TUNING|INIT (0x41)
     CHILD_CHECK(infos == 1, "exactly one INFO line from init, got " + std::to_string(infos));
   });
@@ -291,15 +298,15 @@ TEST(PluginDlopen, BadTableFileFallsBackToBuiltInAndSaysWhere) {
   testing::TempFile table("symmem-table 1\nentry cc=12.0 link=warp ranks=8 oneshot=1K twoshot=0\n");
   ASSERT_TRUE(table.ok());
   const std::string file = table.path();
-  std::string problems = runInChild({{"SYMMEM_TABLE", file}, {"SYMMEM_TOPO_FILE", kTopo}, {"SYMMEM_CC", "12.0"}},
-                                    [file](void* handle) {
-                                      checkEveryVersionLeavesTableAlone(handle);
-                                      bool warned = false;
-                                      for (const std::string& l : *gLogLines)
-                                        warned |= l.starts_with("2:") && l.find(file + ":2:") != std::string::npos &&
-                                                  l.find("built-in") != std::string::npos;
-                                      CHILD_CHECK(warned, "WARN names the file and line");
-                                    });
+  std::string problems =
+      runInChild({{"SYMMEM_TABLE", file}, {"SYMMEM_TOPO_FILE", kTopo}, {"SYMMEM_CC", "12.0"}}, [file](void* handle) {
+        checkEveryVersionLeavesTableAlone(handle);
+        bool warned = false;
+        for (const std::string& l : *gLogLines)
+          warned |= l.starts_with("2:") && l.find(file + ":2:") != std::string::npos &&
+                    l.find("built-in") != std::string::npos;
+        CHILD_CHECK(warned, "WARN names the file and line");
+      });
   EXPECT_EQ(problems, "");
 }
 
@@ -342,9 +349,16 @@ TEST(PluginExports, LoadTimeDependenciesAreOnlyNcclAndTheRuntime) {
     if (b != std::string::npos && e != std::string::npos) needed.push_back(l.substr(b + 1, e - b - 1));
   }
   ASSERT_EQ(pclose(p), 0);
-  const std::vector<std::string> allowed = {"libnccl.so.2", "libstdc++.so.6", "libgcc_s.so.1", "libc.so.6",
-                                            "libm.so.6",    "libdl.so.2",     "libpthread.so.0", "librt.so.1",
-                                            "ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1"};
+  const std::vector<std::string> allowed = {"libnccl.so.2",
+                                            "libstdc++.so.6",
+                                            "libgcc_s.so.1",
+                                            "libc.so.6",
+                                            "libm.so.6",
+                                            "libdl.so.2",
+                                            "libpthread.so.0",
+                                            "librt.so.1",
+                                            "ld-linux-x86-64.so.2",
+                                            "ld-linux-aarch64.so.1"};
   EXPECT_NE(std::find(needed.begin(), needed.end(), "libnccl.so.2"), needed.end());
   for (const std::string& n : needed) {
     if (n.starts_with("libasan.") || n.starts_with("libubsan.")) continue;  // sanitizer builds (CI)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The plugin's code hooks end to end, on CPU: a stand-in libnccl.so.2 (tests/hook_fixture) whose entry
 // points start the way real NCCL builds do; a caller that caches dlsym pointers into it before the
 // plugin exists (as vLLM's and SGLang's pynccl do); then the plugin loads as NCCL loads it, and the
@@ -23,7 +24,6 @@
 #include "tests/hook_fixture/stand_in_record.h"
 #include "tests/unit/hook_fixture.h"
 
-
 namespace {
 
 using AllReduceFn = int (*)(const void*, void*, size_t, int, int, void*, void*);
@@ -38,9 +38,9 @@ void* const kRecv = reinterpret_cast<void*>(0x2000);
 
 std::vector<std::string> gLog;
 std::vector<std::string> gProblems;
-#define CHILD_CHECK(cond, msg)                                                  \
-  do {                                                                          \
-    if (!(cond)) gProblems.push_back(std::string(msg) + " [" #cond "]");        \
+#define CHILD_CHECK(cond, msg)                                           \
+  do {                                                                   \
+    if (!(cond)) gProblems.push_back(std::string(msg) + " [" #cond "]"); \
   } while (0)
 
 void captureLog(int level, unsigned long, const char*, int, const char* fmt, ...) {
@@ -77,12 +77,11 @@ struct Caller {
       return out != nullptr;
     };
     StandInRecord* (*recordFn)() = nullptr;
-    const bool ok = get("ncclAllReduce", allReduce) && get("pncclAllReduce", pAllReduce) &&
-                    get("ncclGroupStart", groupStart) && get("ncclGroupEnd", groupEnd) &&
-                    get("ncclCommDestroy", destroy) && get("ncclCommAbort", abort) &&
-                    get("ncclCommFinalize", finalize) && get("ncclCommRevoke", revoke) &&
-                    get("standInRecord", recordFn) && get("standInGroupStartCount", groupStartCount) &&
-                    get("standInSetAbortCallback", setAbortCallback);
+    const bool ok =
+        get("ncclAllReduce", allReduce) && get("pncclAllReduce", pAllReduce) && get("ncclGroupStart", groupStart) &&
+        get("ncclGroupEnd", groupEnd) && get("ncclCommDestroy", destroy) && get("ncclCommAbort", abort) &&
+        get("ncclCommFinalize", finalize) && get("ncclCommRevoke", revoke) && get("standInRecord", recordFn) &&
+        get("standInGroupStartCount", groupStartCount) && get("standInSetAbortCallback", setAbortCallback);
     if (ok) record = recordFn();
     return ok;
   }
@@ -174,8 +173,10 @@ std::string runInChild(const std::map<std::string, std::string>& env, const std:
   close(fds[0]);
   int status = 0;
   waitpid(pid, &status, 0);
-  if (!WIFEXITED(status)) out += "child died (signal " + std::to_string(WTERMSIG(status)) + ")\n";
-  else if (WEXITSTATUS(status) != 0 && out.empty()) out = "child exit " + std::to_string(WEXITSTATUS(status));
+  if (!WIFEXITED(status))
+    out += "child died (signal " + std::to_string(WTERMSIG(status)) + ")\n";
+  else if (WEXITSTATUS(status) != 0 && out.empty())
+    out = "child exit " + std::to_string(WEXITSTATUS(status));
   return out;
 }
 
@@ -274,13 +275,14 @@ TEST_F(PluginHooks, HooksOffMeansGotAttachOnly) {
 }
 
 TEST_F(PluginHooks, MissingDisassemblerFallsBackToGotAttachAndSaysWhy) {
-  const std::string problems = withCallerAndTuner({{"SYMMEM_DISASSEMBLER", "/nonexistent/libZydis.so.4.0"}}, [](Caller& c, Tuner& t) {
-    CHILD_CHECK(logCount("code hooks not used:") == 1 && logCount("falling back to GOT attach") == 1,
-                "no fallback line");
-    CHILD_CHECK(logCount("/nonexistent/libZydis.so.4.0") + logCount("without the Zydis headers") >= 1,
-                "the fallback line does not name the reason");
-    callEveryEntryPoint(c, false, "no disassembler");
-  });
+  const std::string problems =
+      withCallerAndTuner({{"SYMMEM_DISASSEMBLER", "/nonexistent/libZydis.so.4.0"}}, [](Caller& c, Tuner& t) {
+        CHILD_CHECK(logCount("code hooks not used:") == 1 && logCount("falling back to GOT attach") == 1,
+                    "no fallback line");
+        CHILD_CHECK(logCount("/nonexistent/libZydis.so.4.0") + logCount("without the Zydis headers") >= 1,
+                    "the fallback line does not name the reason");
+        callEveryEntryPoint(c, false, "no disassembler");
+      });
   EXPECT_EQ(problems, "");
 }
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -52,11 +53,20 @@ struct BoolCase {
 };
 
 TEST(Settings, BoolParsingIsStrict) {
-  const BoolCase cases[] = {{"1", true, true},     {"0", true, false},    {"true", true, true},
-                            {"FALSE", true, false}, {"yes", true, true},   {"No", true, false},
-                            {"on", true, true},     {"off", true, false},  {" 1 ", true, true},
-                            {"2", false, false},    {"", false, false},    {"enable", false, false},
-                            {"yes please", false, false}, {"-1", false, false}};
+  const BoolCase cases[] = {{"1", true, true},
+                            {"0", true, false},
+                            {"true", true, true},
+                            {"FALSE", true, false},
+                            {"yes", true, true},
+                            {"No", true, false},
+                            {"on", true, true},
+                            {"off", true, false},
+                            {" 1 ", true, true},
+                            {"2", false, false},
+                            {"", false, false},
+                            {"enable", false, false},
+                            {"yes please", false, false},
+                            {"-1", false, false}};
   for (const BoolCase& c : cases) {
     std::vector<std::string> problems;
     Settings s = loadWith({{"SYMMEM_SYMMETRIC", c.text}}, &problems);

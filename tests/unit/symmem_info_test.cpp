@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs the built symmem-info the way a user does and checks what it prints.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -17,8 +18,8 @@ struct ToolRun {
 };
 
 ToolRun run(const std::string& args, const std::string& env = "") {
-  const std::string cmd = "env -u SYMMEM_TABLE -u SYMMEM_TOPO_FILE -u SYMMEM_CC " + env + " '" + SYMMEM_INFO_PATH +
-                          "' " + args + " 2>&1";
+  const std::string cmd =
+      "env -u SYMMEM_TABLE -u SYMMEM_TOPO_FILE -u SYMMEM_CC " + env + " '" + SYMMEM_INFO_PATH + "' " + args + " 2>&1";
   ToolRun r;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -73,15 +74,20 @@ TEST(TableFile, MalformedInputNamesFileLineAndProblem) {
       {"entry cc=12.0 link=nvlink ranks=2 oneshot=1K twoshot=0\n", "bad.txt:1: expected the header"},
       {"symmem-table 2\n", "bad.txt:1: unsupported table format version '2'"},
       {"symmem-table 1\nentry cc=12.0 link=nvlink ranks=2 oneshot=1K\n", "bad.txt:2: missing key 'twoshot'"},
-      {"symmem-table 1\nentry cc=12.0 link=nvlink ranks=2 oneshot=1K twoshot=0 speed=9\n", "bad.txt:2: unknown key 'speed'"},
-      {"symmem-table 1\n\nentry cc=twelve link=nvlink ranks=2 oneshot=1K twoshot=0\n", "bad.txt:3: bad compute capability"},
-      {"symmem-table 1\nentry cc=12.0 link=infiniband ranks=2 oneshot=1K twoshot=0\n", "bad.txt:2: bad link class 'infiniband'"},
+      {"symmem-table 1\nentry cc=12.0 link=nvlink ranks=2 oneshot=1K twoshot=0 speed=9\n",
+       "bad.txt:2: unknown key 'speed'"},
+      {"symmem-table 1\n\nentry cc=twelve link=nvlink ranks=2 oneshot=1K twoshot=0\n",
+       "bad.txt:3: bad compute capability"},
+      {"symmem-table 1\nentry cc=12.0 link=infiniband ranks=2 oneshot=1K twoshot=0\n",
+       "bad.txt:2: bad link class 'infiniband'"},
       {"symmem-table 1\nentry cc=12.0 link=nvlink ranks=1 oneshot=1K twoshot=0\n", "bad.txt:2: bad ranks '1'"},
       {"symmem-table 1\nentry cc=12.0 link=nvlink ranks=5-3 oneshot=1K twoshot=0\n", "bad.txt:2: bad ranks '5-3'"},
       {"symmem-table 1\nentry cc=12.0 link=nvlink ranks=2 oneshot=12XB twoshot=0\n", "bad.txt:2: bad size '12XB'"},
-      {"symmem-table 1\nentry cc=12.0 link=nvlink ranks=2 oneshot=64K twoshot=32K\n", "bad.txt:2: twoshot (32K) is below oneshot"},
+      {"symmem-table 1\nentry cc=12.0 link=nvlink ranks=2 oneshot=64K twoshot=32K\n",
+       "bad.txt:2: twoshot (32K) is below oneshot"},
       {"symmem-table 1\nentry cc=12.0 link=nvlink ranks=2 oneshot=8G twoshot=0\n", "larger than 4GiB"},
-      {"symmem-table 1\nentry cc=12.0 link=nvlink ranks=2-3 oneshot=1K twoshot=0\nentry cc=12.0 link=nvlink ranks=3 oneshot=1K twoshot=0\n",
+      {"symmem-table 1\nentry cc=12.0 link=nvlink ranks=2-3 oneshot=1K twoshot=0\nentry cc=12.0 link=nvlink ranks=3 "
+       "oneshot=1K twoshot=0\n",
        "bad.txt:3: entry cc=12.0 link=nvlink ranks=3 defined twice (first at bad.txt:2)"},
       {"symmem-table 1\nband cc=12.0 link=nvlink ranks=2 coll=allreduce upto=1M algo=ring proto=ll channels=0\n",
        "bad.txt:2: band for cc=12.0 link=nvlink ranks=2 has no entry line before it"},

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // A file with given contents under /tmp for the length of a test; removed on destruction.
 #include <unistd.h>

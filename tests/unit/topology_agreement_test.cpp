@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Agreement across ranks from gathered RankFacts, and the text symmem-info prints.
 #include <gtest/gtest.h>
 
@@ -82,8 +83,7 @@ TEST(TopologyAgreement, OnePairWithoutP2p) {
   EXPECT_FALSE(c.symmetricOk);
   EXPECT_FALSE(c.allPairsP2p);
   EXPECT_EQ(c.link, LinkClass::PcieSameRoot);  // the link itself is fine
-  EXPECT_EQ(c.reason,
-            "symmetric path off: no P2P read+write between rank 0 (0000:06:00.0) and rank 2 (0000:75:00.0)");
+  EXPECT_EQ(c.reason, "symmetric path off: no P2P read+write between rank 0 (0000:06:00.0) and rank 2 (0000:75:00.0)");
 }
 
 TEST(TopologyAgreement, TwoHosts) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Discovery from recorded NVML and placement answers, the SYMMEM_TOPO_FILE override, and the
 // node-wide facts the tuner uses.
 #include <gtest/gtest.h>
@@ -6,10 +7,10 @@
 #include <tuple>
 
 #include "core/log.h"
+#include "plugin/process.h"
 #include "topology/classify.h"
 #include "topology/discover.h"
 #include "topology/node_facts.h"
-#include "plugin/process.h"
 
 namespace symmem {
 namespace {
@@ -19,10 +20,10 @@ class RecordedNvml final : public NvmlSource {
  public:
   std::string reason;
   std::vector<std::optional<NvmlDevice>> devices;
-  std::map<std::pair<unsigned, unsigned>, int> ancestor;          // filled for a < b
+  std::map<std::pair<unsigned, unsigned>, int> ancestor;           // filled for a < b
   std::map<std::tuple<unsigned, unsigned, int>, int> p2pOverride;  // (a, b, caps) -> status
   std::optional<int> p2pDefault = nvml::kP2pStatusOk;
-  std::vector<std::optional<std::vector<std::string>>> links;     // per device; empty: no NVLink
+  std::vector<std::optional<std::vector<std::string>>> links;  // per device; empty: no NVLink
 
   std::string unavailableReason() const override { return reason; }
   std::optional<unsigned> deviceCount() override { return static_cast<unsigned>(devices.size()); }
@@ -165,10 +166,10 @@ TEST(TopologyDiscovery, GapsBecomeUnknownWithNotes) {
   RecordedNvml nvml;
   RecordedPlacement placement;
   recordPcieEight(nvml, placement);
-  nvml.devices[3] = std::nullopt;       // NVML refused PCI info
-  nvml.ancestor.erase({0, 2});          // and one common ancestor
-  nvml.p2pDefault = std::nullopt;       // and every P2P status
-  nvml.links[5] = std::nullopt;         // and one device's links
+  nvml.devices[3] = std::nullopt;  // NVML refused PCI info
+  nvml.ancestor.erase({0, 2});     // and one common ancestor
+  nvml.p2pDefault = std::nullopt;  // and every P2P status
+  nvml.links[5] = std::nullopt;    // and one device's links
   const Topology t = discoverTopology(nvml, placement);
   ASSERT_EQ(t.gpuCount(), 8);
   EXPECT_TRUE(t.gpu(3).pciBusId.empty());
@@ -265,9 +266,8 @@ TEST(TopologyDiscovery, TopoFileOverridesDiscovery) {
     return Topology();
   };
   const std::string dir = std::string(SYMMEM_TEST_DATA_DIR) + "/topologies/";
-  const Topology t = topologyForProcess(dir + "rtx-5090-x2-wrx80-phb.topo.txt," + dir +
-                                            "rtx-5090-x2-wrx80-phb.p2p-rw.txt",
-                                        discover);
+  const Topology t =
+      topologyForProcess(dir + "rtx-5090-x2-wrx80-phb.topo.txt," + dir + "rtx-5090-x2-wrx80-phb.p2p-rw.txt", discover);
   EXPECT_FALSE(discovered);
   ASSERT_EQ(t.gpuCount(), 2);
   EXPECT_EQ(pairP2p(t, 0, 1), Support::No);
@@ -307,8 +307,7 @@ TEST(TopologyDiscovery, TruncatedTopoFileWarnsWithLine) {
   const Topology t = topologyForProcess(path, [] { return Topology(); });
   EXPECT_EQ(t.gpuCount(), 0);
   ASSERT_EQ(log.warnings(), 1);
-  EXPECT_NE(log.lines.front().second.find("cut.topo.txt:3: expected 3 link cells for GPU1, found 2"),
-            std::string::npos)
+  EXPECT_NE(log.lines.front().second.find("cut.topo.txt:3: expected 3 link cells for GPU1, found 2"), std::string::npos)
       << log.lines.front().second;
 }
 

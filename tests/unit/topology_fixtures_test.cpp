@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every capture in tests/data/topologies (see its MANIFEST.md) parsed and classified, with the pairs,
 // islands and crossings the manifest describes.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bad and unusual input: every failure is an error value naming file, line and what was expected.
 #include <gtest/gtest.h>
 
@@ -101,7 +102,8 @@ TEST(TopologyMalformed, TooManyCellsInARow) {
       "GPU0\tGPU1\n"
       "GPU0\t X \tPIX\tPIX\n"
       "GPU1\tPIX\t X \n";
-  EXPECT_EQ(error(text), "topo.txt:2: expected 2 link cells and at most 0 affinity values for GPU0, found 'PIX' after them");
+  EXPECT_EQ(error(text),
+            "topo.txt:2: expected 2 link cells and at most 0 affinity values for GPU0, found 'PIX' after them");
 }
 
 TEST(TopologyMalformed, EmptyFile) {

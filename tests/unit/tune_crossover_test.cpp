@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The crossover rules of symmem-tune: margin against noise, monotone limits, two-shot only where it
 // also beats one-shot. Inputs are shaped like real measurements (NCCL flat at small sizes, the
 // kernels growing with size).
@@ -90,9 +91,9 @@ TEST(TuneCrossover, TwoShotAloneWhenOneShotNeverWins) {
 
 TEST(TuneCrossover, HoleInTheMiddleEndsTheRange) {
   std::vector<SizeMedians> m = {
-      {1 * KiB, 20, 8, 30}, {2 * KiB, 20, 8, 30},
+      {1 * KiB, 20, 8, 30},  {2 * KiB, 20, 8, 30},
       {4 * KiB, 20, 21, 30},  // one-shot loses here (a noisy spike, or a real dip)
-      {8 * KiB, 20, 9, 30}, {16 * KiB, 20, 10, 30},
+      {8 * KiB, 20, 9, 30},  {16 * KiB, 20, 10, 30},
   };
   const Crossover c = findCrossover(m);
   EXPECT_EQ(c.oneShotMaxBytes, 2 * KiB) << "a win above a loss is not taken";
@@ -104,7 +105,10 @@ TEST(TuneCrossover, HoleInTheMiddleEndsTheRange) {
 
 TEST(TuneCrossover, TwoShotHoleEndsItsRangeToo) {
   std::vector<SizeMedians> m = {
-      {1 * KiB, 20, 8, 12}, {2 * KiB, 20, 30, 12}, {4 * KiB, 20, 30, 25}, {8 * KiB, 20, 30, 12},
+      {1 * KiB, 20, 8, 12},
+      {2 * KiB, 20, 30, 12},
+      {4 * KiB, 20, 30, 25},
+      {8 * KiB, 20, 30, 12},
   };
   const Crossover c = findCrossover(m);
   EXPECT_EQ(c.oneShotMaxBytes, 1 * KiB);
@@ -155,7 +159,10 @@ TEST(TuneCrossover, TwoShotStopsWhereOneShotIsFasterAgain) {
 TEST(TuneCrossover, UnmeasuredPathLosesButDoesNotBlockTheOther) {
   // One-shot measured only up to 2 KiB (a capacity cap): above that two-shot is judged against NCCL alone.
   std::vector<SizeMedians> m = {
-      {1 * KiB, 20, 5, 9}, {2 * KiB, 20, 6, 9}, {4 * KiB, 20, kNotMeasured, 10}, {8 * KiB, kNotMeasured, 7, 5},
+      {1 * KiB, 20, 5, 9},
+      {2 * KiB, 20, 6, 9},
+      {4 * KiB, 20, kNotMeasured, 10},
+      {8 * KiB, kNotMeasured, 7, 5},
   };
   const Crossover c = findCrossover(m);
   EXPECT_EQ(c.oneShotMaxBytes, 2 * KiB);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // symmem-tune on CPU: its command line, the plan it makes from a topology (and the reasons it refuses
 // to run), the table file it writes, what it prints, and the built binary's messages and exit codes.
 #include <dlfcn.h>
@@ -164,7 +165,8 @@ TEST(TunePlan, RefusesWithoutGpusWithOneGpuAndWithoutP2p) {
   EXPECT_NE(tooMany.error.find("--ranks 4 needs 4 GPUs; 2 are chosen"), std::string::npos) << tooMany.error;
 
   // The 5090 pair reports GNS (GPU not supported) for P2P: the message names the pair.
-  const Topology noP2p = loadFixture({fixture("rtx-5090-x2-wrx80-phb.topo.txt"), fixture("rtx-5090-x2-wrx80-phb.p2p-rw.txt")});
+  const Topology noP2p =
+      loadFixture({fixture("rtx-5090-x2-wrx80-phb.topo.txt"), fixture("rtx-5090-x2-wrx80-phb.p2p-rw.txt")});
   const TunePlan refused = planTuning(noP2p, parse({}).options);
   EXPECT_NE(refused.error.find("no P2P between GPU0 and GPU1"), std::string::npos) << refused.error;
 }
@@ -178,7 +180,8 @@ TEST(TunePlan, MixedCapabilitiesAreRefused) {
   Topology topo(gpus);
   topo.setPath(0, 1, PathKind::Pix);
   const TunePlan plan = planTuning(topo, parse({}).options);
-  EXPECT_NE(plan.error.find("differ in compute capability (GPU0 is 9.0, GPU1 is 8.0)"), std::string::npos) << plan.error;
+  EXPECT_NE(plan.error.find("differ in compute capability (GPU0 is 9.0, GPU1 is 8.0)"), std::string::npos)
+      << plan.error;
 }
 
 TEST(TunePlan, UnknownLinkIsRefused) {
@@ -220,7 +223,8 @@ TEST(TuneTable, WrittenTableReadsBackAndTheDecisionTableUsesIt) {
   std::string error;
   const std::string text = tunedTableText(tunedEntries({12, 0}, worlds), meta, "t.txt", &error);
   ASSERT_FALSE(text.empty()) << error;
-  EXPECT_NE(text.find("entry cc=12.0 link=pcie-switch ranks=2 oneshot=64KiB twoshot=1MiB\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("entry cc=12.0 link=pcie-switch ranks=2 oneshot=64KiB twoshot=1MiB\n"), std::string::npos)
+      << text;
   EXPECT_NE(text.find("entry cc=12.0 link=pcie-root ranks=4 oneshot=0B twoshot=0B\n"), std::string::npos) << text;
 
   testing::TempFile file(text, "symmem-tune-table");
@@ -267,9 +271,10 @@ TEST(TuneTable, VersionsAndDriverText) {
   EXPECT_EQ(ncclVersionText(2804), "2.8.4");
   EXPECT_EQ(cudaVersionText(13000), "13.0");
   EXPECT_EQ(cudaVersionText(12080), "12.8");
-  EXPECT_EQ(nvidiaDriverVersion("NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.86.15  Wed Jan  8 19:43:54 UTC 2025\n"
-                                "GCC version:  gcc version 12.3.0\n"),
-            "570.86.15");
+  EXPECT_EQ(
+      nvidiaDriverVersion("NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.86.15  Wed Jan  8 19:43:54 UTC 2025\n"
+                          "GCC version:  gcc version 12.3.0\n"),
+      "570.86.15");
   EXPECT_EQ(nvidiaDriverVersion("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build\n"),
             "580.95.05");
   EXPECT_EQ(nvidiaDriverVersion(""), "");
@@ -319,7 +324,8 @@ struct ToolRun {
 };
 
 ToolRun runTune(const std::string& args, const std::string& env = "") {
-  const std::string cmd = "env -u SYMMEM_TOPO_FILE -u NCCL_TUNER_PLUGIN " + env + " '" + SYMMEM_TUNE_PATH + "' " + args + " 2>&1";
+  const std::string cmd =
+      "env -u SYMMEM_TOPO_FILE -u NCCL_TUNER_PLUGIN " + env + " '" + SYMMEM_TUNE_PATH + "' " + args + " 2>&1";
   ToolRun r;
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return r;
@@ -371,12 +377,13 @@ TEST(TuneTool, OneGpuNoP2pAndMissingNcclAreClearErrors) {
   EXPECT_EQ(noP2p.exitCode, 1) << noP2p.out;
   EXPECT_TRUE(has(noP2p, "symmem-tune: no P2P between GPU0 and GPU1")) << noP2p.out;
 
-  const ToolRun noNccl = runTune("--nccl-lib /nonexistent/libnccl.so.2",
-                                 "SYMMEM_TOPO_FILE=" + fixture("rtx-5090-x2-wrx80-phb.topo.txt"));
+  const ToolRun noNccl =
+      runTune("--nccl-lib /nonexistent/libnccl.so.2", "SYMMEM_TOPO_FILE=" + fixture("rtx-5090-x2-wrx80-phb.topo.txt"));
   EXPECT_EQ(noNccl.exitCode, 1) << noNccl.out;
   EXPECT_TRUE(has(noNccl, "symmem-tune: cannot load NCCL (/nonexistent/libnccl.so.2)")) << noNccl.out;
-  EXPECT_TRUE(has(noNccl, "cannot open shared object file: No such file or directory. Install NCCL 2.x, put its lib "
-                          "directory on LD_LIBRARY_PATH, or pass --nccl-lib PATH"))
+  EXPECT_TRUE(has(noNccl,
+                  "cannot open shared object file: No such file or directory. Install NCCL 2.x, put its lib "
+                  "directory on LD_LIBRARY_PATH, or pass --nccl-lib PATH"))
       << noNccl.out;
 }
 
@@ -413,8 +420,9 @@ TEST(TuneTool, PlanPrintsWhatWouldBeMeasured) {
   void* nccl = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
   if (nccl == nullptr) GTEST_SKIP() << "no libnccl.so.2 on the library path";
   dlclose(nccl);
-  const ToolRun r = runTune("--plan --quick --ranks 2,8",
-                            "SYMMEM_TOPO_FILE=" + fixture("rtx-pro-6000-server-x8-asus-esc8000a-e13p-broadcom.topo.txt"));
+  const ToolRun r =
+      runTune("--plan --quick --ranks 2,8",
+              "SYMMEM_TOPO_FILE=" + fixture("rtx-pro-6000-server-x8-asus-esc8000a-e13p-broadcom.topo.txt"));
   EXPECT_EQ(r.exitCode, 0) << r.out;
   EXPECT_TRUE(has(r, "ranks=2 on GPUs 0,1: link pcie-switch")) << r.out;
   EXPECT_TRUE(has(r, "ranks=8 on GPUs 0,1,2,3,4,5,6,7: link pcie-sys")) << r.out;

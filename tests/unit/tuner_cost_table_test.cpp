@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -33,8 +34,10 @@ TEST(TunerCostTable, NeverValidatesAnIgnoredEntry) {
       EXPECT_EQ(t.ignoredCount(), 17) << a << "/" << p;
       EXPECT_EQ(changed, !wasIgnored);
       EXPECT_EQ(nChannels, wasIgnored ? 0 : 4) << "channels only change with an applied choice";
-      if (wasIgnored) EXPECT_EQ(t.ncclChoice(), std::make_pair(1, 0)) << "NCCL's own choice is kept";
-      else EXPECT_EQ(t.ncclChoice(), std::make_pair(a, p));
+      if (wasIgnored)
+        EXPECT_EQ(t.ncclChoice(), std::make_pair(1, 0)) << "NCCL's own choice is kept";
+      else
+        EXPECT_EQ(t.ncclChoice(), std::make_pair(a, p));
     }
 }
 
@@ -53,8 +56,8 @@ TEST(TunerCostTable, IndexesAsNumAlgoByNumProto) {
   for (auto& row : cells) row[0] = row[1] = kIgnore;
   cells[1][1] = 5.0f;  // ring, protocol 1
   cells[0][1] = 7.0f;
-  EXPECT_TRUE(applyToCostTable(tuned(NcclAlgo::Tree, NcclProto::LL128, 0), reinterpret_cast<float**>(cells), 7, 2,
-                               nullptr));
+  EXPECT_TRUE(
+      applyToCostTable(tuned(NcclAlgo::Tree, NcclProto::LL128, 0), reinterpret_cast<float**>(cells), 7, 2, nullptr));
   EXPECT_EQ(cells[0][1], 0.0f);
   EXPECT_EQ(cells[1][1], 5.0f);
 }
