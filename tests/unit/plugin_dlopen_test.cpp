@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "plugin/tuner_abi.h"
+#include "tests/unit/forked_check.h"
 #include "tests/unit/nccl_cost_table.h"
 #include "tests/unit/temp_file.h"
 
@@ -55,11 +56,7 @@ void captureLog(int level, unsigned long flags, const char*, int, const char* fm
 }
 
 std::string runInChild(const std::map<std::string, std::string>& env, const std::function<void(void*)>& body) {
-  int fds[2];
-  if (pipe(fds) != 0) return "pipe failed";
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(fds[0]);
+  return testing::runForkedCheck([&] {
     std::vector<std::string> problems, logs;
     gProblems = &problems;
     gLogLines = &logs;
@@ -74,23 +71,8 @@ std::string runInChild(const std::map<std::string, std::string>& env, const std:
     }
     std::string out;
     for (auto& p : problems) out += p + "\n";
-    if (write(fds[1], out.data(), out.size()) < 0) _exit(3);
-    close(fds[1]);
-    _exit(problems.empty() ? 0 : 1);
-  }
-  close(fds[1]);
-  std::string out;
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(fds[0], buf, sizeof(buf))) > 0) out.append(buf, n);
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (!WIFEXITED(status))
-    out += "child died (signal " + std::to_string(WTERMSIG(status)) + ")\n";
-  else if (WEXITSTATUS(status) != 0 && out.empty())
-    out += "child exit " + std::to_string(WEXITSTATUS(status)) + "\n";
-  return out;
+    return out;
+  });
 }
 
 template <typename T>

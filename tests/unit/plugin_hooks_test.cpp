@@ -22,6 +22,7 @@
 
 #include "plugin/tuner_abi.h"
 #include "tests/hook_fixture/stand_in_record.h"
+#include "tests/unit/forked_check.h"
 #include "tests/unit/hook_fixture.h"
 
 namespace {
@@ -151,33 +152,15 @@ void callEveryEntryPoint(const Caller& c, bool interposed, const std::string& wh
 }
 
 std::string runInChild(const std::map<std::string, std::string>& env, const std::function<void()>& body) {
-  int fds[2];
-  if (pipe(fds) != 0) return "pipe failed";
-  const pid_t pid = fork();
-  if (pid == 0) {
-    close(fds[0]);
+  return symmem::testing::runForkedCheck([&] {
     for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
     body();
     std::string out;
     for (const std::string& p : gProblems) out += "problem: " + p + "\n";
     if (!gProblems.empty())
       for (const std::string& l : gLog) out += "  log " + l + "\n";
-    if (write(fds[1], out.data(), out.size()) < 0) _exit(3);
-    _exit(gProblems.empty() ? 0 : 1);
-  }
-  close(fds[1]);
-  std::string out;
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(fds[0], buf, sizeof(buf))) > 0) out.append(buf, static_cast<size_t>(n));
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (!WIFEXITED(status))
-    out += "child died (signal " + std::to_string(WTERMSIG(status)) + ")\n";
-  else if (WEXITSTATUS(status) != 0 && out.empty())
-    out = "child exit " + std::to_string(WEXITSTATUS(status));
-  return out;
+    return out;
+  });
 }
 
 const std::map<std::string, std::string> kTrace = {{"SYMMEM_LOG", "trace"}};
