@@ -159,14 +159,6 @@ void DecisionTable::set(const Thresholds& entry) {
   entries_.push_back(entry);
 }
 
-std::vector<ComputeCapability> DecisionTable::capabilities() const {
-  std::vector<ComputeCapability> caps;
-  for (const Thresholds& t : entries_)
-    if (std::find(caps.begin(), caps.end(), t.cc) == caps.end()) caps.push_back(t.cc);
-  std::sort(caps.begin(), caps.end());
-  return caps;
-}
-
 TableLookup DecisionTable::thresholdsFor(ComputeCapability cc, LinkClass link, int nRanks) const {
   TableLookup result;
   if (link == LinkClass::Unknown || nRanks < 2 || !cc.known()) return result;

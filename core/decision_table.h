@@ -28,7 +28,6 @@ class DecisionTable {
   // the highest listed capability below `cc` of the same major, else the highest of a lower major.
   TableLookup thresholdsFor(ComputeCapability cc, LinkClass link, int nRanks) const;
 
-  std::vector<ComputeCapability> capabilities() const;
   const std::vector<Thresholds>& entries() const { return entries_; }
 
   // Free-form provenance lines (from a table file's `meta` lines).

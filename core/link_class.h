@@ -14,7 +14,6 @@ enum class LinkClass : int {
   PcieCrossSocket = 3,  // some pair crosses the inter-socket link (SYS)
   Unknown = 4,          // not learned: the decision stays on NCCL
 };
-inline constexpr int kNumLinkClasses = 4;  // the known ones, which the decision table is keyed by
 
 constexpr LinkClass worseOf(LinkClass a, LinkClass b) { return a > b ? a : b; }
 

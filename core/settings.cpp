@@ -133,8 +133,6 @@ bool canonical(const SettingSpec& spec, const std::string& raw, std::string& out
 
 std::span<const SettingSpec> settingSpecs() { return kSpecs; }
 
-const SettingSpec& specOf(SettingId id) { return kSpecs[static_cast<size_t>(id)]; }
-
 bool parseBool(std::string_view text, bool& out) {
   const std::string l = lower(text);
   if (l == "1" || l == "true" || l == "yes" || l == "on") {

@@ -43,7 +43,6 @@ struct SettingSpec {
 };
 
 std::span<const SettingSpec> settingSpecs();
-const SettingSpec& specOf(SettingId id);
 
 enum class SettingSource { Default, Environment, InvalidUsedDefault };
 

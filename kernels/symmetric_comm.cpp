@@ -11,8 +11,6 @@
 
 namespace symmem::kernels {
 
-bool kernelsSupport(DataType dtype, ReduceOp op) { return symmetricSupports(dtype, op); }
-
 size_t symmetricBufferBytes(const SymmetricConfig& config) {
   return makeLayout(config.nRanks, config.oneShotMaxBytes, config.twoShotMaxBytes).totalBytes;
 }

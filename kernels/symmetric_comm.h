@@ -66,10 +66,6 @@ class SymmetricComm {
   virtual const SymmetricConfig& config() const = 0;
 };
 
-// Whether the kernels take this dtype/op at all (bf16, fp16, fp32 with sum/prod/min/max): core's
-// symmetricSupports (core/decision.h), the one list the decision and the kernels share.
-bool kernelsSupport(DataType dtype, ReduceOp op);
-
 // Device memory one rank allocates for `config` (the symmetric buffer; symmetric_layout.h).
 size_t symmetricBufferBytes(const SymmetricConfig& config);
 

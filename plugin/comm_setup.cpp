@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/log.h"
+#include "kernels/scoped_device.h"
 #include "plugin/interposer.h"
 #include "topology/discover.h"
 
@@ -125,21 +126,6 @@ RankFacts factsFor(const Topology& topology, int device) {
   return rankFactsFor(topology, busId, device, cc, thisHostHash());
 }
 
-// Restores the caller's current device, whatever setup did.
-class DeviceScope {
- public:
-  explicit DeviceScope(int device) {
-    cudaGetDevice(&previous_);
-    cudaSetDevice(device);
-  }
-  ~DeviceScope() {
-    if (previous_ >= 0) cudaSetDevice(previous_);
-  }
-
- private:
-  int previous_ = -1;
-};
-
 }  // namespace
 
 CommFacts commFactsFrom(const CommunicatorTopology& agreed, int nRanks) {
@@ -156,7 +142,7 @@ std::unique_ptr<CommState> setUpSymmetricComm(const RealNccl& nccl, const Proces
                                               int rank, int nRanks, int device) {
   auto state = std::make_unique<CommState>();
   state->device = device;
-  DeviceScope scope(device);
+  const kernels::ScopedDevice scope(device);  // the caller's device comes back, whatever setup did
   // Setup synchronises its own stream only; keep a capture elsewhere in this thread legal.
   cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
   cudaThreadExchangeStreamCaptureMode(&mode);

@@ -8,6 +8,7 @@
 
 #include "core/log.h"
 #include "core/table_file.h"
+#include "kernels/scoped_device.h"
 
 namespace symmem {
 
@@ -61,11 +62,8 @@ void Interposer::forget(ncclComm_t comm, bool peersMayBeGone) {
   }
   // Released outside the lock; freeing buffers and closing peer mappings is local (no peer waits).
   // A call still running on another thread keeps its own reference until it returns.
-  int previous = -1;
-  cudaGetDevice(&previous);
-  cudaSetDevice(gone->device);
+  const kernels::ScopedDevice scope(gone->device);
   gone.reset();
-  if (previous >= 0) cudaSetDevice(previous);
 }
 
 std::shared_ptr<CommState> Interposer::setUp(ncclComm_t comm, cudaStream_t stream) {

@@ -49,7 +49,6 @@ RealNccl loadRealNccl() {
   resolve(handle, "ncclCommUserRank", r.commUserRank);
   resolve(handle, "ncclCommCuDevice", r.commCuDevice);
   resolve(handle, "ncclCommGetAsyncError", r.commGetAsyncError);
-  resolve(handle, "ncclGetErrorString", r.getErrorString);
   // The handle stays open for the life of the process: the functions are used until exit.
   return r;
 }
@@ -72,7 +71,6 @@ void forwardThrough(RealNccl& real, void* function, void* original) {
   swap(real.commUserRank);
   swap(real.commCuDevice);
   swap(real.commGetAsyncError);
-  swap(real.getErrorString);
 }
 
 }  // namespace symmem

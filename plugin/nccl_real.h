@@ -21,7 +21,6 @@ struct RealNccl {
   ncclResult_t (*commUserRank)(const ncclComm_t, int*) = nullptr;
   ncclResult_t (*commCuDevice)(const ncclComm_t, int*) = nullptr;
   ncclResult_t (*commGetAsyncError)(ncclComm_t, ncclResult_t*) = nullptr;
-  const char* (*getErrorString)(ncclResult_t) = nullptr;
   const char* library = "";  // where they came from, for the log
 
   // The essentials the interposer cannot work without.
