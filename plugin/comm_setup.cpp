@@ -12,93 +12,14 @@
 #include "core/log.h"
 #include "kernels/scoped_device.h"
 #include "plugin/interposer.h"
+#include "plugin/record_gather.h"
 #include "topology/discover.h"
 
 namespace symmem {
 
 namespace {
 
-// The exchanges are NCCL collectives on the application's communicator. Two rules keep every rank
-// in step: every exchange is posted on every rank whatever failed locally (a local failure travels as
-// an all-zero record, which every rank reads as "cannot take part"), and an exchange is never
-// abandoned half-way (an orphaned all-gather would pair with the application's next collective).
-// So the wait for peers is NCCL's own: unbounded, with a WARN every minute naming what it waits for.
-constexpr size_t kRecordBytes = 4096;  // the largest record any exchange carries (static_asserted below)
-constexpr auto kStillWaitingEvery = std::chrono::seconds(60);
-
-// An all-gather of plain records through NCCL on the communicator, on a private stream, with device
-// and pinned host buffers allocated once, before anything else can use the memory.
-class NcclRecordGather {
- public:
-  NcclRecordGather(const RealNccl& nccl, ncclComm_t comm, int nRanks) : nccl_(nccl), comm_(comm), nRanks_(nRanks) {
-    const size_t total = kRecordBytes * static_cast<size_t>(nRanks);
-    ready_ = cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking) == cudaSuccess &&
-             cudaMalloc(&device_, total + kRecordBytes) == cudaSuccess &&
-             cudaMallocHost(&host_, total + kRecordBytes) == cudaSuccess;
-    if (!ready_) {
-      cudaGetLastError();
-      SYMMEM_WARN("setup on comm %p: cannot allocate the exchange buffers; this communicator stays on NCCL",
-                  static_cast<void*>(comm_));
-    }
-  }
-  ~NcclRecordGather() {
-    if (stream_) cudaStreamSynchronize(stream_);
-    if (device_) cudaFree(device_);
-    if (host_) cudaFreeHost(host_);
-    if (stream_) cudaStreamDestroy(stream_);
-  }
-  // Without buffers this rank cannot post the exchange at all: the caller must not start setup.
-  bool ready() const { return ready_; }
-
-  // Every rank's `bytes` from `send`, in rank order, into `recv`. Returns false only where every rank
-  // returns false too (a record larger than kRecordBytes), or where NCCL itself failed to post.
-  bool operator()(const void* send, void* recv, size_t bytes) {
-    if (!ready_ || bytes > kRecordBytes) return false;
-    char* sendHost = static_cast<char*>(host_) + kRecordBytes * static_cast<size_t>(nRanks_);
-    char* sendDev = static_cast<char*>(device_) + kRecordBytes * static_cast<size_t>(nRanks_);
-    std::memcpy(sendHost, send, bytes);
-    if (cudaMemcpyAsync(sendDev, sendHost, bytes, cudaMemcpyHostToDevice, stream_) != cudaSuccess) {
-      cudaGetLastError();  // the all-gather below still runs; peers see whatever this rank holds
-    }
-    if (nccl_.allGather(sendDev, device_, bytes, ncclUint8, comm_, stream_) != ncclSuccess) {
-      SYMMEM_WARN("setup on comm %p: ncclAllGather could not be posted", static_cast<void*>(comm_));
-      return false;
-    }
-    const size_t total = bytes * static_cast<size_t>(nRanks_);
-    cudaMemcpyAsync(host_, device_, total, cudaMemcpyDeviceToHost, stream_);
-    auto nextWarning = std::chrono::steady_clock::now() + kStillWaitingEvery;
-    for (;;) {
-      const cudaError_t q = cudaStreamQuery(stream_);
-      if (q == cudaSuccess) break;
-      if (q != cudaErrorNotReady) {
-        cudaGetLastError();
-        SYMMEM_WARN("setup on comm %p: the exchange failed on the device", static_cast<void*>(comm_));
-        return false;
-      }
-      if (std::chrono::steady_clock::now() > nextWarning) {
-        SYMMEM_WARN(
-            "setup on comm %p is still waiting for its peers' first eligible all-reduce (ncclCommAbort "
-            "ends the wait, as it ends NCCL's own)",
-            static_cast<void*>(comm_));
-        nextWarning += kStillWaitingEvery;
-      }
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
-    }
-    std::memcpy(recv, host_, total);
-    return true;
-  }
-
- private:
-  const RealNccl& nccl_;
-  ncclComm_t comm_;
-  int nRanks_;
-  cudaStream_t stream_ = nullptr;
-  void* device_ = nullptr;
-  void* host_ = nullptr;
-  bool ready_ = false;
-};
-
-static_assert(sizeof(RankFacts) <= kRecordBytes);
+static_assert(sizeof(RankFacts) <= NcclRecordGather::kRecordBytes);
 
 // Exchange 2: what this rank would set up. Settings and table files are per process; if ranks
 // disagree (a rank started with another SYMMEM_TABLE, say), they all stay on NCCL instead of
@@ -110,7 +31,7 @@ struct SetupIntent {
   int32_t p2pCheck = 0;
   int64_t timeoutMs = 0;
 };
-static_assert(sizeof(SetupIntent) <= kRecordBytes);
+static_assert(sizeof(SetupIntent) <= NcclRecordGather::kRecordBytes);
 
 RankFacts factsFor(const Topology& topology, int device) {
   char busId[32] = {};
@@ -148,7 +69,7 @@ std::unique_ptr<CommState> setUpSymmetricComm(const RealNccl& nccl, const Proces
   cudaThreadExchangeStreamCaptureMode(&mode);
 
   const int64_t timeoutMs = process.timeoutMs;
-  NcclRecordGather gather(nccl, comm, nRanks);
+  NcclRecordGather gather(nccl.allGather, comm, nRanks);
   auto finish = [&](std::string why) {
     state->why = std::move(why);
     cudaThreadExchangeStreamCaptureMode(&mode);

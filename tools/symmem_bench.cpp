@@ -25,8 +25,8 @@
 
 #include "kernels/latency_probe.h"
 #include "kernels/symmetric_comm.h"
+#include "plugin/record_gather.h"
 #include "tools/bench_data.h"
-#include "tools/bench_gather.h"
 #include "tools/bench_ranks.h"
 #include "tools/bench_timing.h"
 
@@ -186,9 +186,9 @@ struct RankRun {
   bench::RankBarrier barrier;
   ncclComm_t comm = nullptr;
   cudaStream_t stream = nullptr;
-  bench::NcclHostGather gather;  // the setup exchanges, over `comm`
-  void* plain = nullptr;         // cudaMalloc: stock NCCL and our kernels
-  void* windowBuf = nullptr;     // ncclMemAlloc, registered as `window`
+  std::unique_ptr<symmem::NcclRecordGather> gather;  // the setup exchanges, over `comm`
+  void* plain = nullptr;                             // cudaMalloc: stock NCCL and our kernels
+  void* windowBuf = nullptr;                         // ncclMemAlloc, registered as `window`
   ncclWindow_t window = nullptr;
   SymmetricConfig cfg;
   std::unique_ptr<SymmetricComm> ours;  // null when the symmetric path could not be set up
@@ -207,7 +207,7 @@ bool joinCommunicator(RankRun& r, bench::RankRendezvous& shared) {
     return false;
   NCCL_CHECK(ncclCommInitRank(&r.comm, r.nRanks, id, rank));
   CUDA_CHECK(cudaStreamCreateWithFlags(&r.stream, cudaStreamNonBlocking));
-  r.gather = bench::NcclHostGather{&ncclAllGather, r.comm, r.nRanks, r.stream};
+  r.gather = std::make_unique<symmem::NcclRecordGather>(&ncclAllGather, r.comm, r.nRanks);
   return true;
 }
 
@@ -235,7 +235,7 @@ void setUpOurKernels(RankRun& r) {
   cfg.programmaticLaunch = r.o.pdl;
   cfg.orderStreams = r.o.streamOrder;
   std::string why;
-  r.ours = SymmetricComm::create(cfg, r.gather, &why);
+  r.ours = SymmetricComm::create(cfg, std::ref(*r.gather), &why);
   if (!r.ours && r.rank == 0) std::fprintf(stderr, "symmetric path unavailable: %s\n", why.c_str());
 }
 
@@ -295,7 +295,7 @@ double peerStoreOneWayUs(RankRun& r) {
   CUDA_CHECK(cudaIpcGetMemHandle(&handle, flag));
   std::vector<cudaIpcMemHandle_t> handles(r.nRanks);
   double oneWayUs = NAN;
-  if (r.gather(&handle, handles.data(), sizeof(handle)) && rank < 2) {
+  if ((*r.gather)(&handle, handles.data(), sizeof(handle)) && rank < 2) {
     void* peer = nullptr;
     CUDA_CHECK(cudaIpcOpenMemHandle(&peer, handles[1 - rank], cudaIpcMemLazyEnablePeerAccess));
     bench::BatchTimer timer(rank, r.barrier, r.stream);  // its barrier is the first of the two

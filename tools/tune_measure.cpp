@@ -3,6 +3,7 @@
 
 #include <cuda_runtime_api.h>
 #include <unistd.h>
+#include <functional>
 
 #include <algorithm>
 #include <cmath>
@@ -13,8 +14,8 @@
 #include <string>
 
 #include "kernels/symmetric_comm.h"
+#include "plugin/record_gather.h"
 #include "tools/bench_data.h"
-#include "tools/bench_gather.h"
 #include "tools/bench_timing.h"
 #include "tools/tune_report.h"
 
@@ -105,9 +106,9 @@ int measureTuneRank(const TuneRankJob& job, int rank) {
   cfg.device = device;
   cfg.oneShotMaxBytes = largest;
   cfg.twoShotMaxBytes = largest;
-  const bench::NcclHostGather allGather{nccl.allGather, comm, n, stream};
+  NcclRecordGather allGather(nccl.allGather, comm, n);
   std::string whyNot;
-  std::unique_ptr<SymmetricComm> ours = SymmetricComm::create(cfg, allGather, &whyNot);
+  std::unique_ptr<SymmetricComm> ours = SymmetricComm::create(cfg, std::ref(allGather), &whyNot);
   if (!ours) return reportProblem(report, rank, 5, "the symmetric path could not be set up: " + whyNot);
 
   int step = 0;
