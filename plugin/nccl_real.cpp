@@ -10,21 +10,23 @@
 
 namespace symmem {
 
-namespace {
-
-template <typename Fn>
-void resolve(void* handle, const char* name, Fn& out) {
-  // pncclX is NCCL's strong alias for exactly this purpose; ncclX on the same handle would be the
-  // same function, but through the handle it can never be our own wrapper.
-  const std::string p = std::string("p") + name;
-  // Only the pncclX aliases: the plugin defines ncclX itself, and a lookup by that name could
-  // come back to the plugin. pncclX exists in libnccl alone.
-  void* sym = handle ? dlsym(handle, p.c_str()) : nullptr;
-  if (!sym) sym = dlsym(RTLD_DEFAULT, p.c_str());
-  out = reinterpret_cast<Fn>(sym);
+RealNccl resolveNccl(void* handle, NcclNames names) {
+  RealNccl r;
+  forEachNcclFunction(r, [&](auto& out, const char* name) {
+    void* sym = nullptr;
+    if (names == NcclNames::Aliases) {
+      // pncclX is NCCL's strong alias for exactly this purpose, and exists in libnccl alone: a lookup
+      // of ncclX could come back to the plugin, which defines several ncclX itself.
+      const std::string p = std::string("p") + name;
+      sym = handle ? dlsym(handle, p.c_str()) : nullptr;
+      if (!sym) sym = dlsym(RTLD_DEFAULT, p.c_str());
+    } else if (handle) {
+      sym = dlsym(handle, name);
+    }
+    out = reinterpret_cast<std::remove_reference_t<decltype(out)>>(sym);
+  });
+  return r;
 }
-
-}  // namespace
 
 RealNccl loadRealNccl() {
   RealNccl r;
@@ -36,19 +38,8 @@ RealNccl loadRealNccl() {
     SYMMEM_WARN("no libnccl.so.2 is loaded in this process; the interposer forwards nothing");
     return r;
   }
+  r = resolveNccl(handle, NcclNames::Aliases);
   r.library = "libnccl.so.2";
-  resolve(handle, "ncclAllReduce", r.allReduce);
-  resolve(handle, "ncclAllGather", r.allGather);
-  resolve(handle, "ncclCommDestroy", r.commDestroy);
-  resolve(handle, "ncclCommFinalize", r.commFinalize);
-  resolve(handle, "ncclCommAbort", r.commAbort);
-  resolve(handle, "ncclCommRevoke", r.commRevoke);
-  resolve(handle, "ncclGroupStart", r.groupStart);
-  resolve(handle, "ncclGroupEnd", r.groupEnd);
-  resolve(handle, "ncclCommCount", r.commCount);
-  resolve(handle, "ncclCommUserRank", r.commUserRank);
-  resolve(handle, "ncclCommCuDevice", r.commCuDevice);
-  resolve(handle, "ncclCommGetAsyncError", r.commGetAsyncError);
   // The handle stays open for the life of the process: the functions are used until exit.
   return r;
 }
@@ -59,18 +50,7 @@ void forwardThrough(RealNccl& real, void* function, void* original) {
     if (reinterpret_cast<void*>(field) == function)
       __atomic_store_n(&field, reinterpret_cast<std::remove_reference_t<decltype(field)>>(original), __ATOMIC_RELEASE);
   };
-  swap(real.allReduce);
-  swap(real.allGather);
-  swap(real.commDestroy);
-  swap(real.commFinalize);
-  swap(real.commAbort);
-  swap(real.commRevoke);
-  swap(real.groupStart);
-  swap(real.groupEnd);
-  swap(real.commCount);
-  swap(real.commUserRank);
-  swap(real.commCuDevice);
-  swap(real.commGetAsyncError);
+  forEachNcclFunction(real, [&](auto& field, const char*) { swap(field); });
 }
 
 }  // namespace symmem

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// The real NCCL functions the interposer forwards to, resolved at run time from the loaded
-// libnccl (its pncclX aliases), so one plugin binary works with every NCCL 2.21 - 2.32 even where
-// an entry point (ncclCommRevoke, ncclCommShrink) does not exist: those stay null.
+// NCCL's functions resolved at run time: the one table for the interposer (from the loaded libnccl's
+// pncclX aliases) and for the tools (ncclX from a library they dlopen). One plugin binary works with
+// every NCCL 2.21 - 2.32 even where an entry point (ncclCommRevoke) does not exist: those stay null.
 #include <nccl.h>
 
 namespace symmem {
@@ -21,6 +21,11 @@ struct RealNccl {
   ncclResult_t (*commUserRank)(const ncclComm_t, int*) = nullptr;
   ncclResult_t (*commCuDevice)(const ncclComm_t, int*) = nullptr;
   ncclResult_t (*commGetAsyncError)(ncclComm_t, ncclResult_t*) = nullptr;
+  // What the tools also need to make communicators of their own.
+  ncclResult_t (*getVersion)(int*) = nullptr;
+  ncclResult_t (*getUniqueId)(ncclUniqueId*) = nullptr;
+  ncclResult_t (*commInitRank)(ncclComm_t*, int, ncclUniqueId, int) = nullptr;
+  const char* (*getErrorString)(ncclResult_t) = nullptr;
   const char* library = "";  // where they came from, for the log
 
   // The essentials the interposer cannot work without.
@@ -29,6 +34,34 @@ struct RealNccl {
            commCuDevice && commGetAsyncError;
   }
 };
+
+// Calls f(member, "ncclX") for every function of the table: the names are written once, here.
+template <typename F>
+void forEachNcclFunction(RealNccl& r, F&& f) {
+  f(r.allReduce, "ncclAllReduce");
+  f(r.allGather, "ncclAllGather");
+  f(r.commDestroy, "ncclCommDestroy");
+  f(r.commFinalize, "ncclCommFinalize");
+  f(r.commAbort, "ncclCommAbort");
+  f(r.commRevoke, "ncclCommRevoke");
+  f(r.groupStart, "ncclGroupStart");
+  f(r.groupEnd, "ncclGroupEnd");
+  f(r.commCount, "ncclCommCount");
+  f(r.commUserRank, "ncclCommUserRank");
+  f(r.commCuDevice, "ncclCommCuDevice");
+  f(r.commGetAsyncError, "ncclCommGetAsyncError");
+  f(r.getVersion, "ncclGetVersion");
+  f(r.getUniqueId, "ncclGetUniqueId");
+  f(r.commInitRank, "ncclCommInitRank");
+  f(r.getErrorString, "ncclGetErrorString");
+}
+
+// How the names are looked up in a library's handle.
+enum class NcclNames {
+  Aliases,  // pncclX (then the global scope): never the plugin's own ncclX definitions
+  Plain,    // ncclX, in the handle only (a library the tools opened themselves)
+};
+RealNccl resolveNccl(void* handle, NcclNames names);
 
 // Resolves the functions from the libnccl.so.2 already loaded in the process; `usable()` false when
 // none is. The plugin does this once (plugin/process.h).

@@ -3,7 +3,7 @@
 
 #include <dlfcn.h>
 
-#include <type_traits>
+#include <utility>
 
 namespace symmem {
 
@@ -15,17 +15,23 @@ NcclLibrary loadNcclLibrary(const std::string& library) {
     nccl.error = "cannot load NCCL (" + library + "): " + (why ? why : "dlopen failed");
     return nccl;
   }
-  auto resolve = [&](auto& fn, const char* name) {
-    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(nccl.handle, name));
-    if (fn == nullptr && nccl.error.empty()) nccl.error = library + " has no " + name + ": not a usable NCCL 2.x";
+  static_cast<RealNccl&>(nccl) = resolveNccl(nccl.handle, NcclNames::Plain);
+  // What the tools call, in the order a missing one is reported.
+  const std::pair<const void*, const char*> needed[] = {
+      {reinterpret_cast<const void*>(nccl.getVersion), "ncclGetVersion"},
+      {reinterpret_cast<const void*>(nccl.getUniqueId), "ncclGetUniqueId"},
+      {reinterpret_cast<const void*>(nccl.commInitRank), "ncclCommInitRank"},
+      {reinterpret_cast<const void*>(nccl.allReduce), "ncclAllReduce"},
+      {reinterpret_cast<const void*>(nccl.allGather), "ncclAllGather"},
+      {reinterpret_cast<const void*>(nccl.commDestroy), "ncclCommDestroy"},
+      {reinterpret_cast<const void*>(nccl.getErrorString), "ncclGetErrorString"},
   };
-  resolve(nccl.getVersion, "ncclGetVersion");
-  resolve(nccl.getUniqueId, "ncclGetUniqueId");
-  resolve(nccl.commInitRank, "ncclCommInitRank");
-  resolve(nccl.allReduce, "ncclAllReduce");
-  resolve(nccl.allGather, "ncclAllGather");
-  resolve(nccl.commDestroy, "ncclCommDestroy");
-  resolve(nccl.getErrorString, "ncclGetErrorString");
+  for (const auto& [fn, name] : needed) {
+    if (fn == nullptr) {
+      nccl.error = library + " has no " + name + ": not a usable NCCL 2.x";
+      break;
+    }
+  }
   return nccl;
 }
 

@@ -7,19 +7,15 @@
 
 #include <string>
 
+#include "plugin/nccl_real.h"
+
 namespace symmem {
 
-// The entry points, typed from nccl.h's own declarations.
-struct NcclLibrary {
-  decltype(&ncclGetVersion) getVersion = nullptr;
-  decltype(&ncclGetUniqueId) getUniqueId = nullptr;
-  decltype(&ncclCommInitRank) commInitRank = nullptr;
-  decltype(&ncclAllReduce) allReduce = nullptr;
-  decltype(&ncclAllGather) allGather = nullptr;
-  decltype(&ncclCommDestroy) commDestroy = nullptr;
-  decltype(&ncclGetErrorString) getErrorString = nullptr;
+// The plugin's table of NCCL functions (plugin/nccl_real.h), resolved by their ncclX names from a
+// library the tool opened itself.
+struct NcclLibrary : RealNccl {
   void* handle = nullptr;  // dlopen's; null when the library did not load
-  std::string error;       // why it cannot be used; empty when every function above was found
+  std::string error;       // why it cannot be used; empty when every function the tools call was found
   bool ok() const { return error.empty(); }
 };
 
