@@ -13,6 +13,7 @@
 #include "kernels/scoped_device.h"
 #include "plugin/interposer.h"
 #include "plugin/record_gather.h"
+#include "plugin/setup_vote.h"
 #include "topology/discover.h"
 
 namespace symmem {
@@ -20,18 +21,6 @@ namespace symmem {
 namespace {
 
 static_assert(sizeof(RankFacts) <= NcclRecordGather::kRecordBytes);
-
-// Exchange 2: what this rank would set up. Settings and table files are per process; if ranks
-// disagree (a rank started with another SYMMEM_TABLE, say), they all stay on NCCL instead of
-// building different buffers.
-struct SetupIntent {
-  uint64_t oneShotMax = 0;
-  uint64_t twoShotMax = 0;
-  int32_t force = 0;
-  int32_t p2pCheck = 0;
-  int64_t timeoutMs = 0;
-};
-static_assert(sizeof(SetupIntent) <= NcclRecordGather::kRecordBytes);
 
 RankFacts factsFor(const Topology& topology, int device) {
   char busId[32] = {};
@@ -77,7 +66,12 @@ std::unique_ptr<CommState> setUpSymmetricComm(const RealNccl& nccl, const Proces
   };
   if (!gather.ready()) return finish("setup exchange buffers could not be allocated");
 
-  // Exchange 1: topology facts. agreeOn() is pure over the gathered array: the same answer everywhere.
+  // Exchange 1: the vote, on every rank whatever its settings (setup_vote.h).
+  const VoteOutcome vote =
+      runSetupVote(process, nRanks, [&](const void* s, void* r, size_t b) { return gather(s, r, b); });
+  if (!vote.go) return finish(vote.why);
+
+  // Exchange 2: topology facts. agreeOn() is pure over the gathered array: the same answer everywhere.
   std::vector<RankFacts> gathered(nRanks);
   static const Topology kUnknown;  // a context without a topology (tests): every pair unknown
   const RankFacts mine = factsFor(process.topology ? *process.topology : kUnknown, device);
@@ -85,31 +79,18 @@ std::unique_ptr<CommState> setUpSymmetricComm(const RealNccl& nccl, const Proces
   const CommunicatorTopology agreed = agreeOn(gathered);
   if (!agreed.symmetricOk) return finish(agreed.reason);
 
+  // Every rank has the same table (the vote compared it) and the same agreed facts: the same entry.
   state->facts = commFactsFrom(agreed, nRanks);
   const TableLookup found = lookupWithFallbackWarning(*process.table, state->facts.cc, state->facts.link, nRanks);
   state->entry = found.entry;
-  SetupIntent intent;
-  intent.oneShotMax = found.entry ? found.entry->oneShotMaxBytes : 0;
-  intent.twoShotMax = found.entry ? found.entry->twoShotMaxBytes : 0;
+  uint64_t oneShot = found.entry ? found.entry->oneShotMaxBytes : 0;
+  uint64_t twoShot = found.entry ? found.entry->twoShotMaxBytes : 0;
   if (process.policy.force == ForcedPath::OneShot || process.policy.force == ForcedPath::TwoShot) {
     // Forced paths (testing) need buffers even where the table has none.
     constexpr uint64_t kForcedCapacity = 4ull << 20;
-    intent.oneShotMax = std::max<uint64_t>(intent.oneShotMax, kForcedCapacity);
-    intent.twoShotMax = std::max<uint64_t>(intent.twoShotMax, kForcedCapacity);
+    oneShot = std::max<uint64_t>(oneShot, kForcedCapacity);
+    twoShot = std::max<uint64_t>(twoShot, kForcedCapacity);
   }
-  intent.force = static_cast<int32_t>(process.policy.force);
-  intent.p2pCheck = process.p2pCheck;
-  intent.timeoutMs = timeoutMs;
-
-  // Exchange 2: every rank's intent; all must match.
-  std::vector<SetupIntent> intents(nRanks);
-  if (!gather(&intent, intents.data(), sizeof(SetupIntent))) return finish("setup exchange failed");
-  for (int r = 0; r < nRanks; ++r) {
-    if (std::memcmp(&intents[r], &intents[0], sizeof(SetupIntent)) != 0)
-      return finish("ranks 0 and " + std::to_string(r) +
-                    " differ in SYMMEM_* settings or decision table (launch every rank with the same environment)");
-  }
-  const uint64_t oneShot = intent.oneShotMax, twoShot = intent.twoShotMax;
   if (oneShot == 0 && twoShot == 0) return finish("the table keeps every size on NCCL for these GPUs");
 
   kernels::SymmetricConfig config;
@@ -119,7 +100,7 @@ std::unique_ptr<CommState> setUpSymmetricComm(const RealNccl& nccl, const Proces
   config.oneShotMaxBytes = oneShot;
   config.twoShotMaxBytes = twoShot;
   config.timeoutMs = timeoutMs;
-  config.p2pCheck = intent.p2pCheck != 0;
+  config.p2pCheck = process.p2pCheck;
   std::string whyNot;
   state->symmetric = kernels::SymmetricComm::create(
       config, [&](const void* s, void* r, size_t b) { return gather(s, r, b); }, &whyNot);

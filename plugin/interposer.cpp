@@ -121,7 +121,10 @@ ncclResult_t Interposer::allReduce(const void* sendbuff, void* recvbuff, size_t 
   const Policy& policy = process_.policy;
   const DataType dtype = dataTypeFromNccl(static_cast<int>(datatype));
   const ReduceOp rop = reduceOpFromNccl(static_cast<int>(op));
-  if (!policy.enabled || !policy.symmetric || count == 0 || tGroupDepth > 0 || !symmetricSupports(dtype, rop))
+  // Whether a call can start setup depends on the call only, never on this rank's settings: a rank
+  // with the path off still takes part in the setup vote, so that every rank posts the same
+  // collectives (setup_vote.h).
+  if (count == 0 || tGroupDepth > 0 || !symmetricSupports(dtype, rop))
     return forward(sendbuff, recvbuff, count, datatype, op, comm, stream);
 
   std::shared_ptr<CommState> state = find(comm);

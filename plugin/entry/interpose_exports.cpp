@@ -130,7 +130,8 @@ void attachOnce() {
   static bool hooked = false;
   std::lock_guard<std::mutex> lock(mutex);
   const symmem::Settings& settings = Process::get().settings();
-  if (!settings.flag(symmem::SettingId::Enable) || !settings.flag(symmem::SettingId::Symmetric)) return;
+  // SYMMEM_ENABLE=0 and SYMMEM_SYMMETRIC=0 still attach: such a rank must take part in the setup vote
+  // of each communicator (plugin/setup_vote.h), or its peers' setup would pair with its all-reduces.
   if (!settings.flag(symmem::SettingId::Attach)) {
     if (!attached) SYMMEM_INFO(symmem::kLogInit, "attach off (SYMMEM_ATTACH=0): only a preloaded plugin interposes");
     attached = true;

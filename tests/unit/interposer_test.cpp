@@ -285,13 +285,22 @@ TEST_F(InterposerTest, KernelTimeoutIsAnErrorAndOneWarning) {
   EXPECT_EQ(FakeNccl::allReduces, 1) << "Unsupported goes to NCCL";
 }
 
-TEST_F(InterposerTest, SettingsTurnThePathOff) {
-  process.policy.symmetric = false;
-  Interposer ip = make(true);
-  ncclComm_t comm = fakeComm(0x8000, 2);
-  ip.allReduce(buf, buf, 8, ncclFloat32, ncclSum, comm, nullptr);
-  EXPECT_EQ(setups, 0);
-  EXPECT_EQ(FakeNccl::allReduces, 1);
+// A rank whose settings turn the path off still runs setup (its vote, plugin/setup_vote.h) at the
+// first eligible call: its peers, with the path on, post the setup exchange at that very call, and a
+// rank that forwarded it to NCCL instead would pair their all-gather with its all-reduce.
+TEST_F(InterposerTest, ARankWithThePathOffStillTakesPartInSetup) {
+  for (const bool enabled : {true, false}) {
+    FakeNccl::reset();
+    setups = 0;
+    process.policy.enabled = enabled;
+    process.policy.symmetric = !enabled;
+    Interposer ip = make(true);
+    ncclComm_t comm = fakeComm(0x8000, 2);
+    ip.allReduce(buf, buf, 8, ncclFloat32, ncclSum, comm, nullptr);
+    ip.allReduce(buf, buf, 8, ncclFloat32, ncclSum, comm, nullptr);
+    EXPECT_EQ(setups, 1) << "enabled=" << enabled;
+    EXPECT_EQ(FakeNccl::allReduces, 2) << "the calls themselves stay on NCCL";
+  }
 }
 
 }  // namespace
