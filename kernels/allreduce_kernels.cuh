@@ -73,7 +73,9 @@ __global__ void __launch_bounds__(kMaxThreads)
     receiveFromPeers<T>(v, bufBase + i * kVecBytes, slotBytes, peers, in, d);
     if (d.failed) break;
     const uint4 own = i == first ? firstIn : SentinelPacket::seal<T>(loadVector<T>(send, i * kPer, count, inAligned));
-    storeVector<T>(recv, i * kPer, count, reduceInRankOrder<T, OP>(in, own, v.rank, v.nRanks), outAligned);
+    // Sealed like two-shot's reduced chunks: a -0.0 result is +0.0 in both algorithms.
+    storeVector<T>(recv, i * kPer, count, SentinelPacket::seal<T>(reduceInRankOrder<T, OP>(in, own, v.rank, v.nRanks)),
+                   outAligned);
   }
 
   endLaunch(v, ctl, st.round, paddedBytes(count * sizeof(T)));
@@ -138,7 +140,7 @@ __global__ void __launch_bounds__(kMaxThreads)
   for (size_t i = first; i < maxVec && !d.failed; i += stride) {
     // 3. My chunk: wait for every peer's copy, reduce in rank order, keep, push to every peer.
     //    The reduced value is sealed, so a -0.0 result (e.g. a product) becomes +0.0 here too and
-    //    every rank holds the same bits.
+    //    every rank holds the same bits (one-shot seals its results the same way).
     if (i * kPer < myCount) {
       uint4 in[kMaxRanks];
       receiveFromPeers<T>(v, scatterBase + i * kVecBytes, slotBytes, peers, in, d);

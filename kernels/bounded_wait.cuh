@@ -2,11 +2,14 @@
 #pragma once
 // Waiting for peers, bounded: no kernel hangs on a peer that never comes.
 //
-// Every poll loop reads %globaltimer every kSpinsPerCheck unsuccessful polls and also polls the
-// communicator's abort word. Past the deadline (DeviceView::timeoutNs after the first check) the
-// thread stores the awaited rank and kDevicePeerTimeout into the mapped host error word, sets
-// control->aborted (so later launches, graph replays too, exit at once) and stops waiting; the kernel
-// then runs to its end without further waits. A thread that sees `aborted` stops waiting too.
+// Every poll loop, every kSpinsPerCheck unsuccessful polls, reads %globaltimer and the two abort
+// words: control->aborted (device memory, set by the first timeout or abort on this rank) and the
+// host's abort word (mapped pinned memory, set by SymmetricComm::abort, i.e. ncclCommAbort). Past
+// the deadline (DeviceView::timeoutNs after the first check) the thread stores the awaited rank and
+// kDevicePeerTimeout into the mapped host error words. On a timeout or either abort it sets
+// control->aborted (so later launches, graph replays too, exit at once) and stops waiting; the
+// kernel then runs to its end without further waits. The host's word costs one read over the bus per
+// kSpinsPerCheck polls, only while waiting, and ends a waiting kernel within about a millisecond.
 #include <cstddef>
 #include <cstdint>
 
@@ -33,20 +36,23 @@ struct Deadline {
 // Called once per unsuccessful poll round; false once this thread must stop waiting.
 __device__ __forceinline__ bool keepWaiting(Deadline& d, const DeviceView& v, int waitedRank) {
   if ((++d.spins % kSpinsPerCheck) != 0) return true;
-  if (*reinterpret_cast<volatile uint32_t*>(&v.control->aborted) != 0) {
+  volatile uint32_t* aborted = reinterpret_cast<volatile uint32_t*>(&v.control->aborted);
+  if (*aborted != 0) {
     d.failed = true;
     return false;
   }
-  const uint64_t now = globalTimerNs();
-  if (d.limit == 0) {
-    d.limit = now + v.timeoutNs;
-    return true;
+  if (v.errorWord[kHostAbort] == 0) {
+    const uint64_t now = globalTimerNs();
+    if (d.limit == 0) {
+      d.limit = now + v.timeoutNs;
+      return true;
+    }
+    if (now < d.limit) return true;
+    v.errorWord[kHostWaitedRank] = static_cast<uint32_t>(waitedRank);
+    __threadfence_system();
+    v.errorWord[kHostError] = kDevicePeerTimeout;
   }
-  if (now < d.limit) return true;
-  v.errorWord[1] = static_cast<uint32_t>(waitedRank);
-  __threadfence_system();
-  v.errorWord[0] = kDevicePeerTimeout;
-  *reinterpret_cast<volatile uint32_t*>(&v.control->aborted) = 1u;
+  *aborted = 1u;
   d.failed = true;
   return false;
 }

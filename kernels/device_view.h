@@ -12,6 +12,14 @@ namespace symmem::kernels {
 // Error codes a kernel leaves in the host-visible error word.
 enum DeviceError : uint32_t { kDeviceOk = 0, kDevicePeerTimeout = 1 };
 
+// The words of the mapped pinned host block DeviceView::errorWord points at.
+enum HostWord : int {
+  kHostError = 0,       // DeviceError, written by a kernel
+  kHostWaitedRank = 1,  // the rank a timed-out kernel waited for
+  kHostAbort = 2,       // written by the host (SymmetricComm::abort): every wait stops
+  kHostWords = 4,
+};
+
 // Progress of one algorithm as seen by block b of its launches, in device memory, changed only by
 // the kernels (graph replay safe). Each block reads only its own entry; at its end block b writes
 // entries b, b + G, b + 2G, ... (G = its launch's grid), i.e. its own and those of block indices this
@@ -28,7 +36,7 @@ struct BlockControl {
 struct DeviceControl {
   BlockControl oneShot[kMaxGrid];
   BlockControl twoShot[kMaxGrid];
-  uint32_t aborted;  // set by the first timeout: every later launch exits at once
+  uint32_t aborted;  // set by the first timeout or abort: every later launch exits at once
   uint32_t pad;
 };
 
@@ -39,7 +47,7 @@ struct DeviceView {
   char* peer[kMaxRanks];  // peer[r]: rank r's buffer as mapped on this device (peer[rank] == local)
   SymmetricLayout layout;
   DeviceControl* control;        // device memory
-  volatile uint32_t* errorWord;  // mapped pinned host memory: [0] DeviceError, [1] rank waited for
+  volatile uint32_t* errorWord;  // mapped pinned host memory, HostWord entries
   uint64_t timeoutNs;
   int gridCap;  // no launch of this comm has more blocks (<= kMaxGrid)
 };

@@ -37,8 +37,8 @@ struct SymmetricConfig {
                                    // the device's multiprocessor count)
   bool programmaticLaunch = true;  // launch with programmatic stream serialization (sm_90+): the kernel's
                                    // launch overlaps the previous kernel; semantics unchanged
-  bool orderStreams = true;        // eager calls on different streams run in call order, as NCCL's do (an
-                                   // event after every eager call); off only to measure what that costs
+  bool orderStreams = true;        // calls run in call order whatever their streams, eager or captured, as
+                                   // NCCL's do (symmetric_order.cpp); off only to measure what that costs
 };
 
 enum class Status {
@@ -55,14 +55,26 @@ class SymmetricComm {
   // nullptr with `whyNot` set if any rank could not take part; then no rank gets a comm.
   static std::unique_ptr<SymmetricComm> create(const SymmetricConfig& config, const AllGatherFn& allGather,
                                                std::string* whyNot);
+  // Teardown waits for this communicator's own work only (its calls, eager and replayed, end with an
+  // event record; bounded by the timeout), never for the device as a whole, in relaxed capture mode
+  // (another thread's capture stays valid); then frees buffers, mappings and pinned memory. Work that
+  // has not ended by then is left allocated, with a WARN: nothing is freed under a running kernel.
   virtual ~SymmetricComm() = default;
+
+  // ncclCommAbort/ncclCommRevoke: from any thread, returns at once. Every wait of this communicator's
+  // kernels stops within about a millisecond (the host abort word they poll), and every later launch,
+  // graph replays too, exits at once. The communicator is then good only for destruction.
+  virtual void abort() = 0;
 
   // Enqueues the all-reduce on `stream` (graph capture safe: all per-call state lives on the device).
   virtual Status allReduce(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op, Algorithm algorithm,
                            cudaStream_t stream) = 0;
 
-  // The first error a kernel recorded (timeout), if any; cleared by nothing: the path stays off.
+  // The first error a kernel recorded (timeout), if any; cleared by nothing: the path stays off. A
+  // plain read of host memory: cheap, no CUDA call, safe from any thread.
   virtual Status deviceStatus() const = 0;
+  // The rank a timed-out kernel waited for (meaningful when deviceStatus() is PeerTimeout).
+  virtual int waitedRank() const = 0;
   virtual const SymmetricConfig& config() const = 0;
 };
 

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -27,7 +28,9 @@ class SymmetricCommImpl final : public SymmetricComm {
 
   Status allReduce(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op, Algorithm algorithm,
                    cudaStream_t stream) override;
+  void abort() override;
   Status deviceStatus() const override;
+  int waitedRank() const override;
   const SymmetricConfig& config() const override { return config_; }
 
  private:
@@ -41,11 +44,29 @@ class SymmetricCommImpl final : public SymmetricComm {
   std::string writeCheckPattern(cudaStream_t stream, uint32_t nonce);
   std::string checkPeerPatterns(cudaStream_t stream, uint32_t nonce, uint32_t* badWriters);
   std::string armBuffer(cudaStream_t stream);
+  // Teardown (symmetric_teardown.cpp): waits for this communicator's own work, bounded, then frees.
   void release();
+  bool waitForOwnWork(int64_t boundMs);
 
-  // The launch, after waiting for the previous eager call when that ran on another stream.
+  // The launch in call order (symmetric_order.cpp): after every earlier call of this communicator,
+  // eager or captured, whatever its stream; then the serial event records this call.
   cudaError_t launchInCallOrder(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op, bool twoShot,
                                 cudaStream_t stream);
+  cudaError_t launchKernel(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op, bool twoShot,
+                           cudaStream_t stream);
+  cudaError_t launchEager(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op, bool twoShot,
+                          cudaStream_t stream);
+  cudaError_t launchCaptured(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op, bool twoShot,
+                             cudaStream_t stream, unsigned long long captureId, cudaGraph_t graph);
+
+  // One capture sequence's chain of this communicator's calls (symmetric_order.cpp).
+  struct CaptureChain {
+    unsigned long long id = 0;
+    cudaStream_t lastStream = nullptr;
+    cudaGraphNode_t lastKernel = nullptr;
+    cudaGraphNode_t lastRecord = nullptr;
+  };
+  CaptureChain& chainFor(unsigned long long captureId);
 
   SymmetricConfig config_;
   LaunchOptions launch_;
@@ -53,12 +74,15 @@ class SymmetricCommImpl final : public SymmetricComm {
   char* localBuffer_ = nullptr;             // cudaMalloc'd, exported through IPC
   std::vector<char*> ipcOpened_;            // peer buffers opened with cudaIpcOpenMemHandle
   DeviceControl* control_ = nullptr;        // device memory
-  volatile uint32_t* errorHost_ = nullptr;  // mapped pinned memory, [0] DeviceError, [1] peer
-  std::atomic<bool> timeoutReported_{false};
-  // Cross-stream order of eager calls (symmetric_comm.cpp): recorded after every eager launch.
-  cudaEvent_t lastDone_ = nullptr;
-  cudaStream_t lastStream_ = nullptr;
-  bool haveLast_ = false;
+  volatile uint32_t* errorHost_ = nullptr;  // mapped pinned memory, HostWord entries (device_view.h)
+  // Call order (symmetric_order.cpp). serial_ is recorded after every call: by the host after an eager
+  // launch, by a record node of the graph after a captured one; every call waits for it first.
+  std::mutex orderMutex_;
+  cudaEvent_t serial_ = nullptr;
+  cudaStream_t lastStream_ = nullptr;  // stream of the last eager call
+  bool haveLast_ = false;              // an eager call has recorded serial_
+  bool everCaptured_ = false;          // a graph may record serial_ at any time from now on
+  std::vector<CaptureChain> chains_;   // captures in progress (or ended: pruned when full)
 };
 
 }  // namespace symmem::kernels

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/log.h"
+#include "kernels/capture_mode.h"
 #include "kernels/scoped_device.h"
 #include "kernels/setup_kernels.h"
 #include "kernels/symmetric_comm_impl.h"
@@ -78,19 +79,6 @@ void setReason(char (&dst)[kReasonBytes], const std::string& text) {
 }
 
 std::string cudaText(const char* what, cudaError_t err) { return std::string(what) + ": " + cudaGetErrorString(err); }
-
-// Setup may run while the application captures a graph on another stream: the relaxed capture mode
-// lets cudaMalloc & co run. Gives the calling thread its mode back on scope exit.
-class RelaxedCaptureScope {
- public:
-  RelaxedCaptureScope() { cudaThreadExchangeStreamCaptureMode(&mode_); }
-  ~RelaxedCaptureScope() { cudaThreadExchangeStreamCaptureMode(&mode_); }
-  RelaxedCaptureScope(const RelaxedCaptureScope&) = delete;
-  RelaxedCaptureScope& operator=(const RelaxedCaptureScope&) = delete;
-
- private:
-  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
-};
 
 // The all-gather of one record per rank. When it fails, this rank's own record says so, so the
 // outcome below is a failure on this rank (peers see theirs through the all-gather they made).
@@ -232,26 +220,6 @@ SymmetricCommImpl::SymmetricCommImpl(const SymmetricConfig& config) : config_(co
   launch_.programmatic = config.programmaticLaunch;
 }
 
-SymmetricCommImpl::~SymmetricCommImpl() { release(); }
-
-void SymmetricCommImpl::release() {
-  const ScopedDevice onDevice(config_.device);
-  // Kernels still queued may use the buffers; every wait in them is bounded.
-  if (localBuffer_ != nullptr || control_ != nullptr) cudaDeviceSynchronize();
-  for (char* p : ipcOpened_) cudaIpcCloseMemHandle(p);
-  ipcOpened_.clear();
-  if (localBuffer_ != nullptr) cudaFree(localBuffer_);
-  if (control_ != nullptr) cudaFree(control_);
-  if (errorHost_ != nullptr) cudaFreeHost(const_cast<uint32_t*>(errorHost_));
-  if (lastDone_ != nullptr) cudaEventDestroy(lastDone_);
-  lastDone_ = nullptr;
-  haveLast_ = false;
-  localBuffer_ = nullptr;
-  control_ = nullptr;
-  errorHost_ = nullptr;
-  cudaGetLastError();
-}
-
 // Step 1: this rank's buffer (and its IPC handle), control block, order event and error word.
 std::string SymmetricCommImpl::allocateLocal(const SymmetricLayout& layout, cudaStream_t stream,
                                              cudaIpcMemHandle_t* handle, void** errorDevice) {
@@ -267,16 +235,15 @@ std::string SymmetricCommImpl::allocateLocal(const SymmetricLayout& layout, cuda
   }
   if ((err = cudaMemsetAsync(control_, 0, sizeof(DeviceControl), stream)) != cudaSuccess)
     return cudaText("cudaMemset", err);
-  if ((err = cudaEventCreateWithFlags(&lastDone_, cudaEventDisableTiming)) != cudaSuccess) {
-    lastDone_ = nullptr;
+  if ((err = cudaEventCreateWithFlags(&serial_, cudaEventDisableTiming)) != cudaSuccess) {
+    serial_ = nullptr;
     return cudaText("cudaEventCreate", err);
   }
   void* errorHost = nullptr;
-  err = cudaHostAlloc(&errorHost, 4 * sizeof(uint32_t), cudaHostAllocMapped);
+  err = cudaHostAlloc(&errorHost, kHostWords * sizeof(uint32_t), cudaHostAllocMapped);
   if (errorHost != nullptr) {
     errorHost_ = static_cast<volatile uint32_t*>(errorHost);
-    errorHost_[0] = 0;
-    errorHost_[1] = 0;
+    for (int i = 0; i < kHostWords; ++i) errorHost_[i] = 0;
   }
   if (err != cudaSuccess) return cudaText("cudaHostAlloc of the error word", err);
   if ((err = cudaHostGetDevicePointer(errorDevice, errorHost, 0)) != cudaSuccess)

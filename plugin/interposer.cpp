@@ -44,7 +44,7 @@ size_t Interposer::liveCommunicators() const {
   return comms_.size();
 }
 
-void Interposer::forget(ncclComm_t comm, bool peersMayBeGone) {
+void Interposer::forget(ncclComm_t comm, bool abort) {
   std::shared_ptr<CommState> gone;
   {
     std::unique_lock lock(mutex_);
@@ -54,16 +54,24 @@ void Interposer::forget(ncclComm_t comm, bool peersMayBeGone) {
     comms_.erase(it);
   }
   if (!gone || !gone->symmetric) return;
-  if (peersMayBeGone) {
-    // Leaked on purpose: an abort is the end of this communicator (and usually of the job), and the
-    // kernels still waiting on it end at SYMMEM_TIMEOUT_MS without touching freed memory.
-    static_cast<void>(gone->symmetric.release());
-    return;
-  }
-  // Released outside the lock; freeing buffers and closing peer mappings is local (no peer waits).
-  // A call still running on another thread keeps its own reference until it returns.
+  if (abort) gone->symmetric->abort();
+  // A timeout nobody has heard of yet (a replayed graph's) is said now, before the state goes.
+  if (gone->symmetric->deviceStatus() == kernels::Status::PeerTimeout) warnTimeoutOnce(comm, *gone);
+  // Released outside the lock; the release waits for this communicator's own kernels only. A call
+  // still running on another thread keeps its own reference until it returns.
   const kernels::ScopedDevice scope(gone->device);
   gone.reset();
+}
+
+void Interposer::warnTimeoutOnce(ncclComm_t comm, CommState& state) const {
+  std::call_once(state.errorReported, [&] {
+    SYMMEM_WARN(
+        "comm %p rank %d: a symmetric all-reduce timed out after %lld ms waiting for rank %d (SYMMEM_TIMEOUT_MS); "
+        "the results of that call are invalid, and this communicator's calls and ncclCommGetAsyncError now report "
+        "ncclSystemError",
+        static_cast<void*>(comm), state.rank, static_cast<long long>(process_.timeoutMs),
+        state.symmetric ? state.symmetric->waitedRank() : -1);
+  });
 }
 
 std::shared_ptr<CommState> Interposer::setUp(ncclComm_t comm, cudaStream_t stream) {
@@ -145,12 +153,7 @@ ncclResult_t Interposer::allReduce(const void* sendbuff, void* recvbuff, size_t 
     case kernels::Status::Unsupported:
       return forward(sendbuff, recvbuff, count, datatype, op, comm, stream);
     case kernels::Status::PeerTimeout:
-      std::call_once(state->errorReported, [&] {
-        SYMMEM_WARN(
-            "comm %p rank %d: a symmetric all-reduce timed out waiting for a peer (SYMMEM_TIMEOUT_MS=%lld); "
-            "the results of that call are invalid and this communicator's calls now fail",
-            static_cast<void*>(comm), state->rank, static_cast<long long>(process_.timeoutMs));
-      });
+      warnTimeoutOnce(comm, *state);
       return ncclSystemError;
     case kernels::Status::CudaError:
       std::call_once(state->errorReported, [&] {
@@ -164,27 +167,42 @@ ncclResult_t Interposer::allReduce(const void* sendbuff, void* recvbuff, size_t 
 
 ncclResult_t Interposer::commDestroy(ncclComm_t comm) {
   SYMMEM_TRACE(kLogInit, "destroy comm %p", static_cast<void*>(comm));
-  forget(comm, /*peersMayBeGone=*/false);
+  forget(comm, /*abort=*/false);
   return nccl_.commDestroy(comm);
 }
 
 ncclResult_t Interposer::commFinalize(ncclComm_t comm) {
-  forget(comm, /*peersMayBeGone=*/false);
+  forget(comm, /*abort=*/false);
   return nccl_.commFinalize ? nccl_.commFinalize(comm) : ncclInvalidUsage;
 }
 
-// Abort and revoke run while peers may be dead and kernels stuck: NCCL's first (it unblocks NCCL's
-// own kernels), then the plugin's state, without waiting for anything.
+// Abort and revoke run while peers may be dead and kernels stuck. The plugin's kernels are told to
+// stop first (a store to host memory, nothing waits), then NCCL's abort unblocks NCCL's own kernels
+// (one of them may be ahead of a symmetric kernel on a stream), then the plugin's state is freed
+// once its kernels have ended, within milliseconds.
 ncclResult_t Interposer::commAbort(ncclComm_t comm) {
   SYMMEM_TRACE(kLogInit, "abort comm %p", static_cast<void*>(comm));
+  if (std::shared_ptr<CommState> state = find(comm); state && state->symmetric) state->symmetric->abort();
   const ncclResult_t r = nccl_.commAbort(comm);
-  forget(comm, /*peersMayBeGone=*/true);
+  forget(comm, /*abort=*/true);
   return r;
 }
 
 ncclResult_t Interposer::commRevoke(ncclComm_t comm, int flags) {
+  if (std::shared_ptr<CommState> state = find(comm); state && state->symmetric) state->symmetric->abort();
   const ncclResult_t r = nccl_.commRevoke ? nccl_.commRevoke(comm, flags) : ncclInvalidUsage;
-  forget(comm, /*peersMayBeGone=*/true);
+  forget(comm, /*abort=*/true);
+  return r;
+}
+
+ncclResult_t Interposer::commGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
+  const ncclResult_t r = nccl_.commGetAsyncError(comm, asyncError);
+  if (r != ncclSuccess || asyncError == nullptr || *asyncError != ncclSuccess) return r;
+  std::shared_ptr<CommState> state = find(comm);
+  if (state && state->symmetric && state->symmetric->deviceStatus() == kernels::Status::PeerTimeout) {
+    warnTimeoutOnce(comm, *state);
+    *asyncError = ncclSystemError;
+  }
   return r;
 }
 

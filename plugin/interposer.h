@@ -54,6 +54,9 @@ class Interposer {
   ncclResult_t commFinalize(ncclComm_t comm);
   ncclResult_t commAbort(ncclComm_t comm);
   ncclResult_t commRevoke(ncclComm_t comm, int flags);
+  // NCCL's async error, or, when NCCL has none, ncclSystemError once a symmetric kernel of this
+  // communicator timed out (inside a replayed graph too): what PyTorch's watchdog polls.
+  ncclResult_t commGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError);
   ncclResult_t groupStart();
   ncclResult_t groupEnd();
 
@@ -68,10 +71,12 @@ class Interposer {
   }
   std::shared_ptr<CommState> find(ncclComm_t comm) const;
   std::shared_ptr<CommState> setUp(ncclComm_t comm, cudaStream_t stream);
-  // Drops the communicator's state. `peersMayBeGone` (abort, revoke): kernels of this communicator may
-  // still be waiting for a dead peer, so its buffers are deliberately left allocated (freeing them
-  // would wait for those kernels); a normal teardown frees them.
-  void forget(ncclComm_t comm, bool peersMayBeGone);
+  // Drops the communicator's state; its symmetric path is freed once its own kernels have ended
+  // (kernels::SymmetricComm's destructor). `abort` (abort, revoke): first every wait of those kernels
+  // is stopped, so they end within about a millisecond even when a peer is dead.
+  void forget(ncclComm_t comm, bool abort);
+  // The one WARN of a communicator whose kernel timed out, naming the rank it waited for.
+  void warnTimeoutOnce(ncclComm_t comm, CommState& state) const;
 
   const RealNccl& nccl_;
   const ProcessContext& process_;

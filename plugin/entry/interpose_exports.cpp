@@ -35,6 +35,9 @@ SYMMEM_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) { return Process::get(
 SYMMEM_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int flags) {
   return Process::get().interposer().commRevoke(comm, flags);
 }
+SYMMEM_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
+  return Process::get().interposer().commGetAsyncError(comm, asyncError);
+}
 SYMMEM_EXPORT ncclResult_t ncclGroupStart() { return Process::get().interposer().groupStart(); }
 SYMMEM_EXPORT ncclResult_t ncclGroupEnd() { return Process::get().interposer().groupEnd(); }
 
@@ -68,8 +71,14 @@ std::vector<EntryPoint> entryPoints(const symmem::RealNccl& real) {
   return points;
 }
 
+// Entry points taken where they can be, not needed for the others: ncclCommGetAsyncError reports a
+// symmetric kernel's timeout inside a replayed graph (without it, the next call or teardown does).
+std::vector<EntryPoint> optionalEntryPoints(const symmem::RealNccl& real) {
+  return {{"ncclCommGetAsyncError", fn(&ncclCommGetAsyncError), fn(real.commGetAsyncError)}};
+}
+
 // Code hooks on libnccl's own functions: every caller reaches the plugin, whatever pointer it holds.
-bool hookEntryPoints(const std::vector<EntryPoint>& points, const symmem::Settings& settings) {
+bool hookEntryPoints(const std::vector<EntryPoint>& points, const symmem::Settings& settings, bool optional = false) {
   std::vector<CodeHook> hooks;
   for (const EntryPoint& p : points) hooks.push_back({p.name, p.real, p.ours});
   symmem::CodeHookOptions options;
@@ -80,11 +89,17 @@ bool hookEntryPoints(const std::vector<EntryPoint>& points, const symmem::Settin
   };
   const symmem::CodeHookReport report = symmem::installCodeHooks(hooks, options);
   if (!report.installed) {
-    SYMMEM_INFO(symmem::kLogInit, "code hooks not used: %s; falling back to GOT attach", report.refusal.c_str());
+    SYMMEM_INFO(symmem::kLogInit,
+                optional ? "optional code hook not used: %s" : "code hooks not used: %s; falling back to GOT attach",
+                report.refusal.c_str());
     return false;
   }
   std::string moved;
   for (const symmem::InstalledHook& h : report.hooks) moved += (moved.empty() ? "" : "; ") + h.name + ": " + h.moved;
+  if (optional) {
+    SYMMEM_INFO(symmem::kLogInit, "hooked the optional entry point(s) too [%s]", moved.c_str());
+    return true;
+  }
   SYMMEM_INFO(symmem::kLogInit,
               "hooked %zu libnccl entry points (%d other threads parked, %d moved): every caller of them now "
               "reaches the plugin [%s]",
@@ -174,9 +189,12 @@ void attachOnce() {
     SYMMEM_INFO(symmem::kLogInit, "code hooks off (SYMMEM_HOOKS=0): GOT attach only");
   } else if (hookEntryPoints(points, settings)) {
     hooked = true;
+    hookEntryPoints(optionalEntryPoints(real), settings, /*optional=*/true);
     return;
   }
-  rebindEntryPoints(points);
+  std::vector<EntryPoint> all = points;
+  for (const EntryPoint& p : optionalEntryPoints(real)) all.push_back(p);
+  rebindEntryPoints(all);
 }
 
 // Registered when the shared object is loaded, before NCCL can call the tuner.

@@ -87,7 +87,11 @@ class FakeSymmetric : public kernels::SymmetricComm {
     lastAlgorithm = a;
     return answer;
   }
-  kernels::Status deviceStatus() const override { return kernels::Status::Ok; }
+  void abort() override { ++aborted; }
+  kernels::Status deviceStatus() const override { return device; }
+  int waitedRank() const override { return 1; }
+  static inline int aborted = 0;
+  static inline kernels::Status device = kernels::Status::Ok;
   const kernels::SymmetricConfig& config() const override { return config_; }
 
  private:
@@ -107,6 +111,8 @@ class InterposerTest : public ::testing::Test {
     FakeSymmetric::calls = 0;
     FakeSymmetric::answer = kernels::Status::Ok;
     FakeSymmetric::destroyed = 0;
+    FakeSymmetric::aborted = 0;
+    FakeSymmetric::device = kernels::Status::Ok;
     nccl = FakeNccl::table();
     table = DecisionTable::builtIn();
     process.table = &table;
@@ -251,20 +257,66 @@ TEST_F(InterposerTest, TeardownForgetsTheCommunicatorSoAReusedAddressStartsFresh
   EXPECT_EQ(ip.liveCommunicators(), 0u);
 }
 
-// Abort runs while peers may be dead and the plugin's kernels stuck waiting for them: nothing may wait
-// for those kernels (freeing their buffers would), so the buffers are left allocated; a normal
-// destroy frees them.
-TEST_F(InterposerTest, AbortNeverWaitsDestroyFrees) {
+// Abort runs while peers may be dead and the plugin's kernels stuck waiting for them: the kernels are
+// told to stop before NCCL's abort runs, and the state is released (freed once the kernels have ended,
+// which the kernels layer waits for, bounded).
+TEST_F(InterposerTest, AbortStopsTheKernelsThenFrees) {
   Interposer ip = make(true);
   ncclComm_t a = fakeComm(0x6100, 2), b = fakeComm(0x6200, 2);
   ip.allReduce(buf, buf, 8, ncclFloat32, ncclSum, a, nullptr);
   ip.allReduce(buf, buf, 8, ncclFloat32, ncclSum, b, nullptr);
   EXPECT_EQ(ip.commAbort(a), ncclSuccess);
   EXPECT_EQ(FakeNccl::aborts, 1);
-  EXPECT_EQ(FakeSymmetric::destroyed, 0) << "abort must not release (and so wait for) the kernels' buffers";
+  const int abortsOfA = FakeSymmetric::aborted;
+  EXPECT_GE(abortsOfA, 1) << "abort must stop the kernels' waits";
+  EXPECT_EQ(FakeSymmetric::destroyed, 1) << "and free the state, not leak it";
   EXPECT_EQ(ip.commDestroy(b), ncclSuccess);
-  EXPECT_EQ(FakeSymmetric::destroyed, 1);
+  EXPECT_EQ(FakeSymmetric::aborted, abortsOfA) << "a plain destroy does not abort";
+  EXPECT_EQ(FakeSymmetric::destroyed, 2);
   EXPECT_EQ(ip.liveCommunicators(), 0u);
+}
+
+// A kernel that timed out inside a replayed graph leaves no call to return an error from: the async
+// error NCCL's clients poll says it, with one WARN naming the rank waited for.
+TEST_F(InterposerTest, ATimeoutSeenOnlyByTheDeviceReachesTheAsyncError) {
+  std::vector<std::string> warnings;
+  setLogSinkForTesting([&](LogLevel level, const std::string& text) {
+    if (level == LogLevel::Warn) warnings.push_back(text);
+  });
+  Interposer ip = make(true);
+  ncclComm_t comm = fakeComm(0x6300, 2);
+  ip.allReduce(buf, buf, 8, ncclFloat32, ncclSum, comm, nullptr);
+  ncclResult_t async = ncclInternalError;
+  EXPECT_EQ(ip.commGetAsyncError(comm, &async), ncclSuccess);
+  EXPECT_EQ(async, ncclSuccess);
+  FakeSymmetric::device = kernels::Status::PeerTimeout;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(ip.commGetAsyncError(comm, &async), ncclSuccess);
+    EXPECT_EQ(async, ncclSystemError);
+  }
+  FakeNccl::asyncState = ncclRemoteError;
+  EXPECT_EQ(ip.commGetAsyncError(comm, &async), ncclSuccess);
+  EXPECT_EQ(async, ncclRemoteError) << "NCCL's own error comes first";
+  EXPECT_EQ(ip.commDestroy(comm), ncclSuccess);
+  setLogSinkForTesting({});
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("waiting for rank 1"), std::string::npos) << warnings[0];
+}
+
+// Teardown says a timeout nobody polled for, once.
+TEST_F(InterposerTest, TeardownSaysATimeoutNobodyHeardOf) {
+  std::vector<std::string> warnings;
+  setLogSinkForTesting([&](LogLevel level, const std::string& text) {
+    if (level == LogLevel::Warn) warnings.push_back(text);
+  });
+  Interposer ip = make(true);
+  ncclComm_t comm = fakeComm(0x6400, 2);
+  ip.allReduce(buf, buf, 8, ncclFloat32, ncclSum, comm, nullptr);
+  FakeSymmetric::device = kernels::Status::PeerTimeout;
+  EXPECT_EQ(ip.commDestroy(comm), ncclSuccess);
+  setLogSinkForTesting({});
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("timed out"), std::string::npos) << warnings[0];
 }
 
 TEST_F(InterposerTest, KernelTimeoutIsAnErrorAndOneWarning) {
