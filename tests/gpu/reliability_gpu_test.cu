@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -51,6 +52,9 @@ std::unique_ptr<SymmetricComm> makeComm(int rank, int nRanks, ShmAllGather& shm,
   c.twoShotMaxBytes = 1 << 20;
   c.timeoutMs = timeoutMs;
   c.maxBlocks = 8;
+  // SYMMEM_GPU_TESTS_UNORDERED=1 turns the call order off, to see the mixing test fail without it.
+  const char* unordered = std::getenv("SYMMEM_GPU_TESTS_UNORDERED");
+  c.orderStreams = unordered == nullptr || std::strcmp(unordered, "1") != 0;
   return SymmetricComm::create(
       c, [&shm, rank](const void* s, void* r, size_t b) { return shm.allGather(rank, s, r, b); }, why);
 }
