@@ -47,12 +47,10 @@ class ThreadGather {
 // Two ranks with the given contexts vote; both outcomes.
 std::pair<VoteOutcome, VoteOutcome> voteTwo(const ProcessContext& a, const ProcessContext& b, ThreadGather& gather) {
   VoteOutcome outA, outB;
-  std::thread t0([&] {
-    outA = runSetupVote(a, 2, [&](const void* s, void* r, size_t n) { return gather(0, s, r, n); });
-  });
-  std::thread t1([&] {
-    outB = runSetupVote(b, 2, [&](const void* s, void* r, size_t n) { return gather(1, s, r, n); });
-  });
+  std::thread t0(
+      [&] { outA = runSetupVote(a, 2, [&](const void* s, void* r, size_t n) { return gather(0, s, r, n); }); });
+  std::thread t1(
+      [&] { outB = runSetupVote(b, 2, [&](const void* s, void* r, size_t n) { return gather(1, s, r, n); }); });
   t0.join();
   t1.join();
   return {outA, outB};
