@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/bounded_file.h"
 #include "core/settings.h"
 
 namespace symmem {
@@ -304,15 +305,16 @@ TableFileResult parseTableText(std::string_view text, std::string_view fileName)
 }
 
 TableFileResult readTableFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  // Bounded: SYMMEM_TABLE is read inside ncclCommInitRank, where a FIFO or /dev/zero must not hang or
+  // exhaust the application.
+  BoundedFileText file = readBoundedFile(path, kTableFileMaxBytes);
+  if (!file.ok()) {
     TableFileResult r;
-    r.error = path + ": cannot open the table file";
+    r.error = file.failure == BoundedFileText::Failure::CannotOpen ? path + ": cannot open the table file"
+                                                                   : std::move(file.error);
     return r;
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parseTableText(text.str(), path);
+  return parseTableText(file.text, path);
 }
 
 void applyTableFile(const TableFileResult& file, DecisionTable& table) {

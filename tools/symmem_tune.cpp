@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "core/bounded_file.h"
 #include "core/table_file.h"
 #include "plugin/process.h"
 #include "tools/bench_ranks.h"
@@ -52,11 +53,10 @@ std::string utcNow() {
   return text;
 }
 
+// A small text file, or "" when it is missing or not a small regular file (bounded: never blocks).
 std::string fileText(const char* path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  constexpr size_t kMaxBytes = size_t{64} << 10;
+  return readBoundedFile(path, kMaxBytes).text;
 }
 
 std::string methodLine(const TuneOptions& o, const std::vector<uint64_t>& sizes) {

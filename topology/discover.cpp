@@ -143,7 +143,8 @@ Topology topologyForProcess(std::string_view setting, const std::function<Topolo
     if (comma > start) paths.emplace_back(setting.substr(start, comma - start));
     start = comma + 1;
   }
-  auto loaded = loadTopologyFiles(paths);
+  // Inside the application: hwloc XML is refused (HwlocXmlPolicy), everything else is parsed by own code.
+  auto loaded = loadTopologyFiles(paths, HwlocXmlPolicy::Refuse);
   if (!loaded) {
     SYMMEM_WARN("SYMMEM_TOPO_FILE: %s; the topology is treated as unknown and every collective stays on NCCL",
                 loaded.error().c_str());

@@ -26,7 +26,8 @@ Topology discoverThisNode(std::string_view topoFileSetting);
 Topology discoverTopology(NvmlSource& nvml, PlacementSource& placement);
 
 // SYMMEM_TOPO_FILE handling: `topoFileSetting` is the setting's value, one path or several separated
-// by commas (a `topo -m` capture plus its `topo -p2p` matrices). Empty: returns discover(). A file
+// by commas (a `topo -m` capture plus its `topo -p2p` matrices; hwloc XML is refused here, because this
+// runs inside the application: HwlocXmlPolicy::Refuse). Empty: returns discover(). A file
 // that cannot be used gives one WARN naming file, line and problem, and a model with no GPUs whose
 // notes say why (the decision then stays on NCCL); it does not fall back to discovery, because the
 // user asked for the file.

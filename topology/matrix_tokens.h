@@ -9,6 +9,11 @@
 
 namespace symmem {
 
+// Most device columns (GPUs and NICs) a matrix header may have. The largest nodes have 16 GPUs and a
+// few dozen NICs; a wider header is not a capture, and refusing it early keeps the work the parsers do
+// per file small inside ncclCommInitRank.
+inline constexpr int kMaxMatrixColumns = 1024;
+
 // "GPU3" -> 3; anything else -> nullopt.
 std::optional<int> gpuHeadingIndex(std::string_view token);
 // "NIC0", and the NIC names older drivers put in the header ("mlx5_0").

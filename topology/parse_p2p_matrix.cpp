@@ -27,6 +27,11 @@ Expected<P2pMatrix> parseP2pMatrix(std::string_view text, std::string_view file)
                                         "empty file"));
   P2pMatrix m;
   const auto& header = lines[at];
+  if (header.tokens.size() > static_cast<size_t>(kMaxMatrixColumns))
+    return Result::failure(locatedError(file, header.number,
+                                        "the header has " + std::to_string(header.tokens.size()) +
+                                            " GPU columns; at most " + std::to_string(kMaxMatrixColumns) +
+                                            " are read"));
   for (const auto& t : header.tokens) {
     auto index = gpuHeadingIndex(t);
     if (!index)

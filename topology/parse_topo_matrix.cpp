@@ -9,6 +9,8 @@
 // dropped. Users often paste with a shell prompt line first, so lines mentioning nvidia-smi before the
 // header are skipped.
 #include <charconv>
+#include <string_view>
+#include <unordered_set>
 
 #include "topology/matrix_text.h"
 #include "topology/matrix_tokens.h"
@@ -53,11 +55,16 @@ Expected<Header> parseHeader(const TextLine& line, std::string_view file) {
         locatedError(file, line.number,
                      "expected the header of `nvidia-smi topo -m` (GPU0 GPU1 ...), found '" +
                          (line.tokens.empty() ? std::string() : line.tokens.front()) + "'"));
-  for (size_t c = 0; c < h.columns.size(); ++c)
-    for (size_t d = c + 1; d < h.columns.size(); ++d)
-      if (h.columns[c] == h.columns[d])
-        return Expected<Header>::failure(
-            locatedError(file, line.number, "column '" + h.columns[c] + "' appears twice in the header"));
+  if (h.columns.size() > static_cast<size_t>(kMaxMatrixColumns))
+    return Expected<Header>::failure(locatedError(file, line.number,
+                                                  "the header has " + std::to_string(h.columns.size()) +
+                                                      " device columns; at most " + std::to_string(kMaxMatrixColumns) +
+                                                      " (GPUs and NICs) are read"));
+  std::unordered_set<std::string_view> seen;
+  for (const std::string& column : h.columns)
+    if (!seen.insert(column).second)
+      return Expected<Header>::failure(
+          locatedError(file, line.number, "column '" + column + "' appears twice in the header"));
   return h;
 }
 

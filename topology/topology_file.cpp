@@ -2,11 +2,10 @@
 // Reading files, recognising their kind, and putting a topology and its P2P matrices together.
 #include "topology/topology_file.h"
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sstream>
+#include <utility>
 
+#include "core/bounded_file.h"
+#include "topology/hwloc_xml_child.h"
 #include "topology/matrix_text.h"
 #include "topology/matrix_tokens.h"
 
@@ -14,20 +13,12 @@ namespace symmem {
 
 namespace {
 
-// Files are small captures; anything this large is not one, and reading it whole would be unwise.
-constexpr std::streamsize kMaxFileBytes = 64 << 20;
-
+// Bounded (core/bounded_file.h): SYMMEM_TOPO_FILE is read inside ncclCommInitRank, where a FIFO,
+// /dev/zero or a directory must give an error, not a hang or an exhausted process.
 Expected<std::string> readWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Expected<std::string>::failure(path + ": cannot open: " + std::strerror(errno));
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  std::string text = buf.str();
-  if (in.bad()) return Expected<std::string>::failure(path + ": read error");
-  if (static_cast<std::streamsize>(text.size()) > kMaxFileBytes)
-    return Expected<std::string>::failure(path + ": larger than any topology capture (" + std::to_string(text.size()) +
-                                          " bytes)");
-  return text;
+  BoundedFileText file = readBoundedFile(path, kTopologyFileMaxBytes);
+  if (!file.ok()) return Expected<std::string>::failure(std::move(file.error));
+  return std::move(file.text);
 }
 
 std::string_view skipXmlPreamble(std::string_view text) {
@@ -46,12 +37,24 @@ std::string_view skipXmlPreamble(std::string_view text) {
   }
 }
 
-Expected<Topology> parseByKind(TopologyFileKind kind, std::string_view text, const std::string& path) {
+Expected<Topology> refusedHwlocXml(const std::string& path) {
+  return Expected<Topology>::failure(
+      path +
+      ": an hwloc XML export, which the plugin does not read inside an application (hwloc's XML reader "
+      "can crash on a malformed file and take the job down with it); `symmem-info --topo " +
+      path +
+      "` reads it safely and shows the model. For SYMMEM_TOPO_FILE use an `nvidia-smi topo -m` capture "
+      "(plus `nvidia-smi topo -p2p rw`), or unset it and let the plugin discover the node");
+}
+
+Expected<Topology> parseByKind(TopologyFileKind kind, std::string_view text, const std::string& path,
+                               HwlocXmlPolicy hwlocXml) {
   switch (kind) {
     case TopologyFileKind::TopoMatrix:
       return parseTopoMatrix(text, path);
     case TopologyFileKind::HwlocXml:
-      return parseHwlocXml(text, path);
+      if (hwlocXml == HwlocXmlPolicy::Refuse) return refusedHwlocXml(path);
+      return parseHwlocXmlInChildProcess(text, path);
     case TopologyFileKind::Empty:
       return Expected<Topology>::failure(path + ":1: expected a topology, found an empty file");
     case TopologyFileKind::Binary:
@@ -60,7 +63,8 @@ Expected<Topology> parseByKind(TopologyFileKind kind, std::string_view text, con
       return Expected<Topology>::failure(
           path +
           ": NCCL topology XML (NCCL_TOPO_FILE format) is not supported: it leaves out the GPU NVLinks; "
-          "use `nvidia-smi topo -m` output or an hwloc XML export (`lstopo topo.xml`)");
+          "use `nvidia-smi topo -m` output" +
+          std::string(hwlocXml == HwlocXmlPolicy::Refuse ? "" : " or an hwloc XML export (`lstopo topo.xml`)"));
     case TopologyFileKind::OtherXml:
       return Expected<Topology>::failure(path +
                                          ": XML, but neither an hwloc export (<topology>) nor anything else "
@@ -134,13 +138,13 @@ TopologyFileKind sniffTopologyFile(std::string_view text) {
   return sawHeader ? TopologyFileKind::TopoMatrix : TopologyFileKind::Unrecognised;
 }
 
-Expected<Topology> loadTopologyFile(const std::string& path) {
+Expected<Topology> loadTopologyFile(const std::string& path, HwlocXmlPolicy hwlocXml) {
   auto text = readWholeFile(path);
   if (!text) return Expected<Topology>::failure(text.error());
-  return parseByKind(sniffTopologyFile(text.value()), text.value(), path);
+  return parseByKind(sniffTopologyFile(text.value()), text.value(), path, hwlocXml);
 }
 
-Expected<Topology> loadTopologyFiles(std::span<const std::string> paths) {
+Expected<Topology> loadTopologyFiles(std::span<const std::string> paths, HwlocXmlPolicy hwlocXml) {
   using Result = Expected<Topology>;
   if (paths.empty()) return Result::failure("no topology file given");
   std::optional<Topology> topo;
@@ -160,7 +164,7 @@ Expected<Topology> loadTopologyFiles(std::span<const std::string> paths) {
       matrices.push_back({path, std::move(m).value()});
       continue;
     }
-    auto t = parseByKind(kind, text.value(), path);
+    auto t = parseByKind(kind, text.value(), path, hwlocXml);
     if (!t) return t;
     if (topo)
       return Result::failure(path + ": a second topology (the first was " + topoPath +

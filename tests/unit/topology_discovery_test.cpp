@@ -295,6 +295,29 @@ TEST(TopologyDiscovery, BadTopoFileWarnsOnceAndIsUnknown) {
   EXPECT_TRUE(hasNoteStartingWith(t, "topology unknown: "));
 }
 
+TEST(TopologyDiscovery, HwlocXmlTopoFileIsRefusedInsideTheApplication) {
+  // hwloc's XML importer can crash on a malformed file; SYMMEM_TOPO_FILE is read inside the job, so an
+  // hwloc export there is refused by name (the tools still read it, in a child process).
+  CapturedLog log;
+  const std::string path = std::string(SYMMEM_TEST_DATA_DIR) + "/topologies/dgx2h-v100-sxm3-x16-nvswitch.hwloc.xml";
+  bool discovered = false;
+  const Topology t = topologyForProcess(path, [&] {
+    discovered = true;
+    return Topology();
+  });
+  EXPECT_FALSE(discovered);
+  EXPECT_EQ(t.gpuCount(), 0);
+  ASSERT_EQ(log.warnings(), 1);
+  const auto& warn = log.lines.front().second;
+  EXPECT_NE(warn.find("SYMMEM_TOPO_FILE: " + path +
+                      ": an hwloc XML export, which the plugin does not read inside an application"),
+            std::string::npos)
+      << warn;
+  EXPECT_NE(warn.find("`symmem-info --topo " + path + "`"), std::string::npos) << warn;
+  EXPECT_NE(warn.find("`nvidia-smi topo -m`"), std::string::npos) << warn;
+  EXPECT_TRUE(hasNoteStartingWith(t, "topology unknown: " + path + ": an hwloc XML export"));
+}
+
 TEST(TopologyDiscovery, TruncatedTopoFileWarnsWithLine) {
   CapturedLog log;
   const std::string path = ::testing::TempDir() + "cut.topo.txt";
