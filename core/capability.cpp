@@ -1,34 +1,43 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "core/capability.h"
 
-#include <charconv>
+#include <cctype>
 
 namespace symmem {
 
 namespace {
-bool parseInt(std::string_view s, int& out) {
-  if (s.empty()) return false;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc() && p == s.data() + s.size() && out >= 0;
+
+// Digits only (no sign, no space), at most `maxDigits` of them.
+bool digits(std::string_view s, size_t maxDigits, int& out) {
+  if (s.empty() || s.size() > maxDigits) return false;
+  out = 0;
+  for (char c : s) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
+    out = out * 10 + (c - '0');
+  }
+  return true;
 }
+
+bool plausible(int major, int minor) { return major >= 1 && major <= kMaxCapabilityMajor && minor >= 0 && minor <= 9; }
+
 }  // namespace
 
 std::optional<ComputeCapability> parseCapability(std::string_view text) {
-  if (text.starts_with("sm_"))
-    text.remove_prefix(3);
-  else if (text.starts_with("sm"))
-    text.remove_prefix(2);
   int major = 0, minor = 0;
-  if (auto dot = text.find('.'); dot != std::string_view::npos) {
-    if (!parseInt(text.substr(0, dot), major) || !parseInt(text.substr(dot + 1), minor)) return std::nullopt;
-    if (minor > 9) return std::nullopt;
-  } else {
+  if (text.starts_with("sm")) {
+    // nvcc's packed form: the last digit is the minor (sm_90, sm_120).
+    text.remove_prefix(text.starts_with("sm_") ? 3 : 2);
     int packed = 0;
-    if (text.size() < 2 || !parseInt(text, packed)) return std::nullopt;
+    if (text.size() < 2 || !digits(text, 3, packed)) return std::nullopt;
     major = packed / 10;
     minor = packed % 10;
+  } else if (const size_t dot = text.find('.'); dot != std::string_view::npos) {
+    if (!digits(text.substr(0, dot), 2, major) || !digits(text.substr(dot + 1), 1, minor)) return std::nullopt;
+  } else {
+    // A major alone: "12" is 12.0, never 1.2.
+    if (!digits(text, 2, major)) return std::nullopt;
   }
-  if (major < 1 || major > 99) return std::nullopt;
+  if (!plausible(major, minor)) return std::nullopt;
   return ComputeCapability{major, minor};
 }
 

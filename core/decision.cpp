@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "core/decision.h"
 
+#include "core/symmetric_limits.h"
+
 namespace symmem {
 
 std::string_view pathName(Path p) {
@@ -89,6 +91,8 @@ std::string_view reasonText(Reason r) {
       return "tuner off (SYMMEM_TUNER=0)";
     case Reason::ExceedsCapacity:
       return "message larger than the symmetric buffers";
+    case Reason::TooManyRanks:
+      return "the symmetric kernels take at most 8 ranks";
   }
   return "?";
 }
@@ -132,6 +136,10 @@ bool symmetricEligible(const CollRequest& request, const CommFacts& facts, const
   }
   if (!facts.allPairsP2p) {
     why = Reason::NoP2p;
+    return false;
+  }
+  if (facts.nRanks > kSymmetricMaxRanks) {
+    why = Reason::TooManyRanks;
     return false;
   }
   return true;

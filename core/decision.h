@@ -108,6 +108,7 @@ enum class Reason : int {
   SymmetricOff,     // SYMMEM_SYMMETRIC=0
   TunerOff,         // SYMMEM_TUNER=0
   ExceedsCapacity,  // symmetric buffers are smaller than the message
+  TooManyRanks,     // more ranks than the symmetric kernels take (core/symmetric_limits.h)
 };
 std::string_view reasonText(Reason r);
 

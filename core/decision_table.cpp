@@ -33,9 +33,10 @@ struct BuiltInRow {
 // at 2 MiB (10.45 vs 26.40 us) and 8 MiB (37.22 vs 44.77 us) and loses from 16 MiB (85.01 vs 72.79 us).
 // nccl-tests through the plugin agree on the same machine (docs/validation.md). One-shot traffic per
 // rank grows with n-1 peers, so the limits for more ranks are scaled down from the 2-rank measurement
-// (derived, not measured). Beyond 8 ranks one-shot is off.
+// (derived, not measured). Beyond 8 ranks both are off: neither kernel takes more than 8 ranks
+// (core/symmetric_limits.h).
 constexpr PerWorldSize kNvlOneShot{1 * MiB, 512 * KiB, 512 * KiB, 256 * KiB, 256 * KiB, 256 * KiB, 256 * KiB, 0};
-constexpr PerWorldSize kNvlTwoShot{8 * MiB, 4 * MiB, 4 * MiB, 2 * MiB, 2 * MiB, 2 * MiB, 2 * MiB, 1 * MiB};
+constexpr PerWorldSize kNvlTwoShot{8 * MiB, 4 * MiB, 4 * MiB, 2 * MiB, 2 * MiB, 2 * MiB, 2 * MiB, 0};
 constexpr const char* kNvlSource = "2x H200 NVLink, symmem-bench (docs/kernels.md); >2 ranks scaled by peer count";
 
 // ---- PCIe Gen5 (capability 9.0 and up on PCIe boards; 12.0 RTX PRO 6000 is the first target) -------

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <mutex>
 #include <set>
+#include <string>
 
 namespace symmem {
 
@@ -26,12 +27,32 @@ LogLevel stderrLevel() {
   return level;
 }
 
+// The whole message, however long (a path of a few thousand characters must not cut a WARN short).
+std::string format(const char* fmt, va_list ap) {
+  char small[512];
+  va_list again;
+  va_copy(again, ap);
+  const int n = vsnprintf(small, sizeof(small), fmt, ap);
+  std::string text;
+  if (n < 0) {
+    text = fmt;  // a bad format: the format itself says more than nothing
+  } else if (static_cast<size_t>(n) < sizeof(small)) {
+    text.assign(small, static_cast<size_t>(n));
+  } else {
+    text.resize(static_cast<size_t>(n) + 1);
+    vsnprintf(text.data(), text.size(), fmt, again);
+    text.resize(static_cast<size_t>(n));
+  }
+  va_end(again);
+  return text;
+}
+
 void emit(LogLevel level, unsigned long subsys, const char* file, int line, const char* fmt, va_list ap) {
-  char text[1024];
-  vsnprintf(text, sizeof(text), fmt, ap);
+  const std::string formatted = format(fmt, ap);
+  const char* text = formatted.c_str();
   {
     std::lock_guard<std::mutex> lock(gSinkMutex);
-    if (gSink) gSink(level, text);
+    if (gSink) gSink(level, formatted);
   }
   if (NcclLoggerFn nccl = gNcclLogger.load(std::memory_order_acquire)) {
     nccl(static_cast<int>(level), subsys, file, line, "symmem: %s", text);

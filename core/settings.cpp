@@ -117,7 +117,7 @@ bool canonical(const SettingSpec& spec, const std::string& raw, std::string& out
       }
       auto cc = parseCapability(v);
       if (!cc) {
-        why = "expected a compute capability such as 9.0 or 12.0";
+        why = kCapabilityForms;
         return false;
       }
       out = cc->str();
@@ -233,7 +233,7 @@ std::string settingsMarkdownTable() {
         allowed = "file path";
         break;
       case SettingType::Capability:
-        allowed = "major.minor, e.g. 12.0";
+        allowed = "major.minor (12.0), a major alone (12), sm_120";
         break;
     }
     std::string def = spec.defaultValue[0] ? std::string("`") + spec.defaultValue + "`" : "(unset)";

@@ -12,12 +12,14 @@
 
 #include "core/bounded_file.h"
 #include "core/settings.h"
+#include "core/symmetric_limits.h"
 
 namespace symmem {
 
 namespace {
 
-constexpr uint64_t kMaxLimitBytes = 1ull << 32;  // 4 GiB: anything larger is a typo
+constexpr uint64_t kMaxBandBytes = 1ull << 32;  // 4 GiB: a band's upto beyond this is a typo
+constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
 constexpr int kMaxChannels = 64;
 
 // Thresholds::source is a plain pointer; file-derived sources live for the whole process.
@@ -117,7 +119,7 @@ struct LineParser {
   bool key(const std::map<std::string, std::string>& kv, ComputeCapability& cc, LinkClass& link, int& first,
            int& last) {
     auto c = parseCapability(kv.at("cc"));
-    if (!c) return fail("bad compute capability '" + kv.at("cc") + "' (expected e.g. 12.0)");
+    if (!c) return fail("bad compute capability '" + kv.at("cc") + "' (" + kCapabilityForms + ")");
     cc = *c;
     auto l = parseLinkClass(lower(kv.at("link")));
     if (!l || *l == LinkClass::Unknown)
@@ -128,11 +130,30 @@ struct LineParser {
     return true;
   }
 
-  bool bytes(const std::map<std::string, std::string>& kv, const char* name, uint64_t& out) {
+  bool bytes(const std::map<std::string, std::string>& kv, const char* name, uint64_t& out,
+             uint64_t maxBytes = UINT64_MAX) {
     if (!parseBytes(kv.at(name), out)) return fail(std::string("bad size '") + kv.at(name) + "' for " + name);
-    if (out > kMaxLimitBytes) return fail(std::string(name) + " " + kv.at(name) + " is larger than 4GiB");
+    if (out > maxBytes) return fail(std::string(name) + " " + kv.at(name) + " is larger than " + formatBytes(maxBytes));
     return true;
   }
+
+  // The symmetric limits of an entry for each world size it covers, by the kernels' rule.
+  bool symmetricLimits(int first, int last, uint64_t oneShot, uint64_t twoShot) {
+    for (int n = first; n <= last; ++n)
+      if (std::string why = symmetricLimitProblem(n, oneShot, twoShot); !why.empty()) return fail(why);
+    return true;
+  }
+};
+
+// One band's place: two bands of the same entry and collective with the same upto contradict each
+// other (bands are sorted by upto, so only an equal upto can overlap).
+struct BandKey {
+  ComputeCapability cc;
+  LinkClass link;
+  int nRanks;
+  Collective collective;
+  uint64_t upto;
+  auto operator<=>(const BandKey&) const = default;
 };
 
 }  // namespace
@@ -174,6 +195,9 @@ TableFileResult parseTableText(std::string_view text, std::string_view fileName)
   TableFileResult result;
   LineParser p{fileName, 0, {}};
   bool sawHeader = false;
+  std::map<BandKey, int> bandLines;
+  // Some editors start a UTF-8 file with a byte-order mark; it says nothing about the table.
+  if (text.starts_with(kByteOrderMark)) text.remove_prefix(kByteOrderMark.size());
   auto failWith = [&](TableFileResult& r) {
     r.entries.clear();
     r.meta.clear();
@@ -187,6 +211,10 @@ TableFileResult parseTableText(std::string_view text, std::string_view fileName)
     std::string_view line = text.substr(pos, eol == std::string_view::npos ? std::string_view::npos : eol - pos);
     pos = eol == std::string_view::npos ? text.size() + 1 : eol + 1;
     ++p.lineNo;
+    if (line.find('\0') != std::string_view::npos) {
+      p.fail("NUL byte in the table text (a table file is plain text)");
+      return failWith(result);
+    }
     if (auto hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
     std::vector<std::string_view> words = splitWords(line);
     if (words.empty()) continue;
@@ -217,7 +245,7 @@ TableFileResult parseTableText(std::string_view text, std::string_view fileName)
       int first = 0, last = 0;
       uint64_t one = 0, two = 0;
       if (!p.keyValues(words, {"cc", "link", "ranks", "oneshot", "twoshot"}, kv) || !p.key(kv, cc, link, first, last) ||
-          !p.bytes(kv, "oneshot", one) || !p.bytes(kv, "twoshot", two))
+          !p.bytes(kv, "oneshot", one) || !p.bytes(kv, "twoshot", two) || !p.symmetricLimits(first, last, one, two))
         return failWith(result);
       if (two != 0 && two < one) {
         p.fail("twoshot (" + kv["twoshot"] + ") is below oneshot (" + kv["oneshot"] + "); use 0 to turn two-shot off");
@@ -248,8 +276,12 @@ TableFileResult parseTableText(std::string_view text, std::string_view fileName)
       int first = 0, last = 0;
       NcclBand band;
       if (!p.keyValues(words, {"cc", "link", "ranks", "coll", "upto", "algo", "proto", "channels"}, kv) ||
-          !p.key(kv, cc, link, first, last) || !p.bytes(kv, "upto", band.maxBytes))
+          !p.key(kv, cc, link, first, last) || !p.bytes(kv, "upto", band.maxBytes, kMaxBandBytes))
         return failWith(result);
+      if (band.maxBytes == 0) {
+        p.fail("upto=0 covers no size (a band holds the sizes above the previous band up to upto)");
+        return failWith(result);
+      }
       auto coll = parseCollective(lower(kv["coll"]));
       auto algo = parseAlgo(lower(kv["algo"]));
       auto proto = parseProto(lower(kv["proto"]));
@@ -280,6 +312,13 @@ TableFileResult parseTableText(std::string_view text, std::string_view fileName)
         if (it == result.entries.end()) {
           p.fail("band for cc=" + cc.str() + " link=" + std::string(linkClassName(link)) + " ranks=" + rangeText(n, n) +
                  " has no entry line before it");
+          return failWith(result);
+        }
+        const auto [seen, inserted] =
+            bandLines.try_emplace(BandKey{cc, link, n, band.collective, band.maxBytes}, p.lineNo);
+        if (!inserted) {
+          p.fail("a band for sizes up to " + formatBytes(band.maxBytes) + " is already given (" +
+                 std::string(fileName) + ":" + std::to_string(seen->second) + ")");
           return failWith(result);
         }
         if (it->numBands == kMaxBands) {

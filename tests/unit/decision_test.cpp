@@ -259,7 +259,7 @@ TEST(CapabilityFallback, WarnsOnceNamingBoth) {
 TEST(Capability, Parsing) {
   EXPECT_EQ(parseCapability("12.0"), (ComputeCapability{12, 0}));
   EXPECT_EQ(parseCapability("sm_120"), (ComputeCapability{12, 0}));
-  EXPECT_EQ(parseCapability("90"), (ComputeCapability{9, 0}));
+  EXPECT_EQ(parseCapability("sm90"), (ComputeCapability{9, 0}));
   EXPECT_EQ(parseCapability("10.3"), (ComputeCapability{10, 3}));
   EXPECT_FALSE(parseCapability(""));
   EXPECT_FALSE(parseCapability("12."));

@@ -85,7 +85,8 @@ TEST(TableFile, MalformedInputNamesFileLineAndProblem) {
       {"symmem-table 1\nentry cc=12.0 link=nvlink ranks=2 oneshot=12XB twoshot=0\n", "bad.txt:2: bad size '12XB'"},
       {"symmem-table 1\nentry cc=12.0 link=nvlink ranks=2 oneshot=64K twoshot=32K\n",
        "bad.txt:2: twoshot (32K) is below oneshot"},
-      {"symmem-table 1\nentry cc=12.0 link=nvlink ranks=2 oneshot=8G twoshot=0\n", "larger than 4GiB"},
+      {"symmem-table 1\nentry cc=12.0 link=nvlink ranks=2 oneshot=8G twoshot=0\n",
+       "bad.txt:2: oneshot 8GiB is above 1GiB"},
       {"symmem-table 1\nentry cc=12.0 link=nvlink ranks=2-3 oneshot=1K twoshot=0\nentry cc=12.0 link=nvlink ranks=3 "
        "oneshot=1K twoshot=0\n",
        "bad.txt:3: entry cc=12.0 link=nvlink ranks=3 defined twice (first at bad.txt:2)"},
