@@ -11,9 +11,9 @@
 #include <cstdint>
 #include <functional>
 
-namespace symmem::bench {
+#include "tools/forked_ranks.h"
 
-inline constexpr int kMaxForkedRanks = 64;
+namespace symmem::bench {
 
 // Lives in memory shared by the parent and every forked rank.
 struct RankRendezvous {
@@ -48,13 +48,5 @@ class RankBarrier {
   int rank_, n_;
   uint64_t count_ = 0;
 };
-
-// Forks nRanks processes, each running rankBody(rank) and exiting with its return value, then waits
-// for all of them. Returns the worst exit code (a signal counts as 128 + signal); a rank that exits
-// non-zero is named on stderr ("<tool>: rank 3 exited with 5"). After timeoutSec the ranks still
-// running are killed and 124 is returned. With stopAllOnFailure, the first rank that fails makes the
-// parent kill the others at once (they would otherwise wait for it in a collective until the timeout).
-int runForkedRanks(int nRanks, const char* toolName, int timeoutSec, const std::function<int(int rank)>& rankBody,
-                   bool stopAllOnFailure = false);
 
 }  // namespace symmem::bench

@@ -62,7 +62,7 @@ MachineView viewOf(const Topology& topo, const std::string& heading) {
 
 }  // namespace
 
-MachineView describeMachine(const std::string& topoFile, const Settings& settings) {
+MachineView describeMachine(const std::string& topoFile, const Settings& settings, bool bundledDefault) {
   if (!topoFile.empty()) {
     const std::vector<std::string> files = splitCommas(topoFile);
     Expected<Topology> loaded = loadTopologyFiles(files);
@@ -74,8 +74,10 @@ MachineView describeMachine(const std::string& topoFile, const Settings& setting
     }
     return viewOf(loaded.value(), "topology from " + topoFile + ":\n");
   }
-  const Topology& here = symmem::Process::get().topology();
-  if (here.gpuCount() > 0) return viewOf(here, "this machine:\n");
+  if (!bundledDefault) {
+    const Topology& here = symmem::Process::get().topology();
+    if (here.gpuCount() > 0) return viewOf(here, "this machine:\n");
+  }
 
   // No GPU here: the bundled default, an 8x RTX PRO 6000 Blackwell Server Edition box (capability
   // 12.0, PCIe Gen5, two sockets with two Broadcom switches each).
@@ -96,9 +98,9 @@ MachineView describeMachine(const std::string& topoFile, const Settings& setting
   }
   topo.dropNotesStartingWith("p2p unknown");
   topo.dropNotesStartingWith("compute capability unknown");
-  MachineView view = viewOf(topo,
-                            "no GPU detected: the bundled default machine, 8x RTX PRO 6000 Blackwell Server Edition "
-                            "(capability 12.0), PCIe Gen5, two sockets:\n");
+  MachineView view = viewOf(topo, std::string(bundledDefault ? "--default-machine" : "no GPU detected") +
+                                      ": the bundled default machine, 8x RTX PRO 6000 Blackwell Server Edition "
+                                      "(capability 12.0), PCIe Gen5, two sockets:\n");
   return view;
 }
 

@@ -18,6 +18,8 @@ struct MachineView {
   bool failed = false;  // the topology file could not be read (text says why)
 };
 
-MachineView describeMachine(const std::string& topoFile, const Settings& settings);
+// topoFile empty: the detected node, or the bundled default when it has no GPU (or when
+// bundledDefault asks for it whatever the node has).
+MachineView describeMachine(const std::string& topoFile, const Settings& settings, bool bundledDefault = false);
 
 }  // namespace symmem

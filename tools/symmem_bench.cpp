@@ -27,6 +27,7 @@
 #include "kernels/symmetric_comm.h"
 #include "plugin/record_gather.h"
 #include "tools/bench_data.h"
+#include "tools/bench_options.h"
 #include "tools/bench_ranks.h"
 #include "tools/bench_timing.h"
 
@@ -38,97 +39,7 @@ using symmem::kernels::SymmetricComm;
 using symmem::kernels::SymmetricConfig;
 namespace bench = symmem::bench;
 
-struct Options {
-  size_t minBytes = 8;
-  size_t maxBytes = 64u << 20;
-  int factor = 2;
-  std::string dtype = "bf16";
-  std::string csv;
-  int iters = 200;
-  int reps = 7;
-  int nGpus = 0;
-  size_t oneShotMax = 1u << 20;
-  size_t twoShotMax = 64u << 20;
-  int maxBlocks = 0;
-  int64_t timeoutMs = 10000;
-  int timeoutSec = 540;
-  bool eager = true;
-  bool pdl = true;
-  bool streamOrder = true;
-};
-
-void usage() {
-  std::fprintf(stderr,
-               "usage: symmem-bench [-b MIN] [-e MAX] [-f FACTOR] [--dtype bf16|fp16|fp32] [--csv PATH]\n"
-               "                    [--iters N] [--reps N] [--ngpus N] [--one-shot-max BYTES] [--two-shot-max BYTES]\n"
-               "                    [--max-blocks N] [--no-pdl] [--no-stream-order] [--no-eager]\n"
-               "                    [--timeout-s S]\n"
-               "sizes accept K/M/G suffixes; defaults: -b 8 -e 64M -f 2, bf16 sum, 200 iters, 7 reps\n");
-}
-
-size_t parseSize(const char* s) {
-  char* end = nullptr;
-  double v = std::strtod(s, &end);
-  if (end != nullptr) {
-    if (*end == 'K' || *end == 'k')
-      v *= 1024;
-    else if (*end == 'M' || *end == 'm')
-      v *= 1024.0 * 1024;
-    else if (*end == 'G' || *end == 'g')
-      v *= 1024.0 * 1024 * 1024;
-  }
-  return static_cast<size_t>(v);
-}
-
-bool parseArgs(int argc, char** argv, Options& o) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
-    const char* v = nullptr;
-    if (a == "-h" || a == "--help") return false;
-    if (a == "--no-eager") {
-      o.eager = false;
-      continue;
-    }
-    if (a == "--no-pdl") {
-      o.pdl = false;
-      continue;
-    }
-    if (a == "--no-stream-order") {
-      o.streamOrder = false;
-      continue;
-    }
-    if ((v = next()) == nullptr) return false;
-    if (a == "-b")
-      o.minBytes = parseSize(v);
-    else if (a == "-e")
-      o.maxBytes = parseSize(v);
-    else if (a == "-f")
-      o.factor = std::atoi(v);
-    else if (a == "--dtype")
-      o.dtype = v;
-    else if (a == "--csv")
-      o.csv = v;
-    else if (a == "--iters")
-      o.iters = std::atoi(v);
-    else if (a == "--reps")
-      o.reps = std::atoi(v);
-    else if (a == "--ngpus")
-      o.nGpus = std::atoi(v);
-    else if (a == "--one-shot-max")
-      o.oneShotMax = parseSize(v);
-    else if (a == "--two-shot-max")
-      o.twoShotMax = parseSize(v);
-    else if (a == "--max-blocks")
-      o.maxBlocks = std::atoi(v);
-    else if (a == "--timeout-s")
-      o.timeoutSec = std::atoi(v);
-    else
-      return false;
-  }
-  return o.factor >= 2 && o.iters > 0 && o.reps > 0 && o.minBytes > 0 && o.maxBytes >= o.minBytes &&
-         (o.dtype == "bf16" || o.dtype == "fp16" || o.dtype == "fp32");
-}
+using Options = symmem::BenchOptions;
 
 // An NCCL failure ends the rank with exit code 3 (a CUDA failure: 2, tools/bench_timing.h). Expects
 // `rank` in scope.
@@ -515,11 +426,18 @@ int runRank(int rank, int n, const Options& o, bench::RankRendezvous* shared) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  Options o;
-  if (!parseArgs(argc, argv, o)) {
-    usage();
-    return 1;
+  const symmem::BenchArgsResult parsed = symmem::parseBenchArgs(std::vector<std::string>(argv + 1, argv + argc));
+  if (parsed.help) {
+    std::printf("%s", symmem::benchUsage().c_str());
+    return 0;
   }
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "symmem-bench: %s\n", parsed.error.c_str());
+    if (parsed.error.find("--help") == std::string::npos)
+      std::fprintf(stderr, "symmem-bench --help lists the options\n");
+    return 2;
+  }
+  const Options& o = parsed.options;
   // NVLink SHARP / multicast stays off (it needs cuMulticastCreate, which this tool never uses).
   setenv("NCCL_NVLS_ENABLE", "0", 0);
   const int n = o.nGpus > 0 ? o.nGpus : bench::countGpuDeviceNodes();

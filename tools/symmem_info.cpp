@@ -5,6 +5,9 @@
 //   symmem-info --cc 12.0 --link pcie-switch --ranks 4
 //   symmem-info --topo FILE             classified topology (nvidia-smi topo -m text, hwloc XML)
 //   symmem-info --env                   the settings table docs/settings.md carries
+//   symmem-info --check [--table F]     validate the table/topology files and settings (exit 1 on a problem)
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -15,11 +18,14 @@
 #include "core/collective.h"
 #include "core/decision.h"
 #include "core/decision_table.h"
+#include "core/setting_names.h"
 #include "core/settings.h"
+#include "core/symmetric_limits.h"
 #include "core/table_file.h"
 #include "plugin/process.h"
 #include "plugin/process_context.h"
 #include "symmem/version.h"
+#include "tools/info_check.h"
 #include "tools/info_topology.h"
 #include "tools/nccl_library.h"
 #include "tools/plugin_load_check.h"
@@ -33,11 +39,14 @@ struct Options {
   std::optional<LinkClass> link;
   std::optional<int> ranks;
   std::string topoFile;
+  std::string tableFile;
   std::string pluginPath;
   DataType dtype = DataType::Bfloat16;
   ReduceOp op = ReduceOp::Sum;
   bool env = false;
   bool dumpTable = false;
+  bool check = false;
+  bool defaultMachine = false;
   bool p2p = true;
 };
 
@@ -45,9 +54,14 @@ void usage(FILE* out) {
   fprintf(out,
           "usage: symmem-info [--cc X.Y] [--link nvlink|pcie-switch|pcie-root|pcie-sys] [--ranks N]\n"
           "                   [--topo FILE] [--dtype bfloat16|half|float] [--op sum|prod|min|max] [--no-p2p]\n"
-          "                   [--plugin PATH]\n"
+          "                   [--table FILE] [--default-machine] [--plugin PATH]\n"
           "       symmem-info --env           the SYMMEM_* settings as the Markdown table of docs/settings.md\n"
           "       symmem-info --dump-table    the decision table in use, in table-file format (a start for edits)\n"
+          "       symmem-info --check         check the table file (--table or SYMMEM_TABLE), the topology file\n"
+          "                                   (--topo or SYMMEM_TOPO_FILE) and the settings; each problem on one\n"
+          "                                   line, exit 1 when there is one, 0 when all is clean\n"
+          "--table FILE uses FILE instead of SYMMEM_TABLE; --default-machine shows the bundled default machine\n"
+          "whatever GPUs this machine has; --cc overrides SYMMEM_CC, which overrides the detected capability.\n"
           "Prints the version, the NCCL in use, the SYMMEM_* settings and the decision for every power-of-two\n"
           "all-reduce size from 8 B to 256 MiB. Without GPUs and without arguments it shows the bundled default:\n"
           "8x RTX PRO 6000 Blackwell (capability 12.0) on PCIe, dual socket.\n");
@@ -70,12 +84,20 @@ bool parseArgs(int argc, char** argv, Options& o) {
       o.env = true;
     } else if (a == "--dump-table") {
       o.dumpTable = true;
+    } else if (a == "--check") {
+      o.check = true;
+    } else if (a == "--default-machine") {
+      o.defaultMachine = true;
+    } else if (a == "--table") {
+      const char* v = value("--table");
+      if (!v) return false;
+      o.tableFile = v;
     } else if (a == "--no-p2p") {
       o.p2p = false;
     } else if (a == "--cc") {
       const char* v = value("--cc");
       if (!v || !(o.cc = parseCapability(v))) {
-        fprintf(stderr, "symmem-info: bad --cc '%s' (expected e.g. 12.0)\n", v ? v : "");
+        fprintf(stderr, "symmem-info: bad --cc '%s' (%s)\n", v ? v : "", kCapabilityForms);
         return false;
       }
     } else if (a == "--link") {
@@ -161,7 +183,7 @@ std::string loadedNcclVersion() {
   return "not loadable here (libnccl.so.2 not on the library path)";
 }
 
-void printSettings(const Settings& settings) {
+void printSettings(const Settings& settings, const std::vector<std::string>& unknownNames) {
   printf("settings:\n");
   for (const SettingSpec& spec : settingSpecs()) {
     const SettingValue& v = settings.value(spec.id);
@@ -170,27 +192,47 @@ void printSettings(const Settings& settings) {
     if (v.source == SettingSource::InvalidUsedDefault) source += ": '" + v.raw + "'";
     printf("  %-18s = %-12s [%s]\n", spec.name, shown.c_str(), source.c_str());
   }
+  for (const std::string& w : unknownNames) printf("  warning: %s\n", w.c_str());
+}
+
+// The buffer every GPU allocates for the entry (the symmetric setup refuses what the rule refuses:
+// then no call takes the symmetric path).
+uint64_t printBuffer(const Thresholds& entry, int nRanks) {
+  const uint64_t largest = std::max(entry.oneShotMaxBytes, entry.twoShotMaxBytes);
+  if (largest == 0) {
+    printf("  symmetric buffer: none (both symmetric paths off)\n");
+    return 0;
+  }
+  if (const std::string why = symmetricLimitProblem(nRanks, entry.oneShotMaxBytes, entry.twoShotMaxBytes);
+      !why.empty()) {
+    printf("  symmetric buffer: refused by the setup (%s); every call stays on NCCL\n", why.c_str());
+    return 0;
+  }
+  printf("  symmetric buffer: %s per GPU (cap %s)\n",
+         approximateBytes(symmetricBufferBytes(nRanks, entry.oneShotMaxBytes, entry.twoShotMaxBytes)).c_str(),
+         formatBytes(kSymmetricBufferCapBytes).c_str());
+  return largest;
 }
 
 void printDecisions(const DecisionTable& table, const CommFacts& baseFacts, const Policy& policy, DataType dtype,
-                    ReduceOp op) {
+                    ReduceOp op, const char* ccSource) {
   const TableLookup found = lookupWithFallbackWarning(table, baseFacts.cc, baseFacts.link, baseFacts.nRanks);
   CommFacts facts = baseFacts;
   if (found.entry) {
-    // The interposer sizes its buffers for the largest message the table sends to the symmetric path.
-    facts.symmetricCapacityBytes = std::max(found.entry->oneShotMaxBytes, found.entry->twoShotMaxBytes);
     auto limit = [](uint64_t b) { return b ? "<=" + formatBytes(b) : std::string(" off"); };
     printf("table entry: cc=%s link=%s ranks=%s oneshot%s twoshot%s bands=%d%s\n  source: %s\n",
            found.used.str().c_str(), std::string(linkClassName(found.entry->link)).c_str(),
            found.entry->nRanks == kBeyondEightRanks ? "9+" : std::to_string(found.entry->nRanks).c_str(),
            limit(found.entry->oneShotMaxBytes).c_str(), limit(found.entry->twoShotMaxBytes).c_str(),
            found.entry->numBands, found.exact ? "" : "  (nearest lower capability: unlisted GPU)", found.entry->source);
+    // The interposer sizes its buffers for the largest message the table sends to the symmetric path.
+    if (facts.nRanks <= kSymmetricMaxRanks) facts.symmetricCapacityBytes = printBuffer(*found.entry, facts.nRanks);
   } else {
     printf("table entry: none (every call stays on NCCL)\n");
   }
-  printf("\nall-reduce %s %s, %d ranks, cc %s, link %s, P2P %s:\n", std::string(dataTypeName(dtype)).c_str(),
+  printf("\nall-reduce %s %s, %d ranks, cc %s%s, link %s, P2P %s:\n", std::string(dataTypeName(dtype)).c_str(),
          std::string(reduceOpName(op)).c_str(), facts.nRanks, facts.cc.known() ? facts.cc.str().c_str() : "unknown",
-         std::string(linkClassName(facts.link)).c_str(), facts.allPairsP2p ? "yes" : "no");
+         ccSource, std::string(linkClassName(facts.link)).c_str(), facts.allPairsP2p ? "yes" : "no");
   printf("  %10s  %-20s  %s\n", "bytes", "path", "why");
   for (uint64_t bytes = 8; bytes <= (256ull << 20); bytes *= 2) {
     const CollRequest request{Collective::AllReduce, op, dtype, bytes};
@@ -204,6 +246,41 @@ void printDecisions(const DecisionTable& table, const CommFacts& baseFacts, cons
   }
 }
 
+// The table in use: --table FILE over the built-in one (a bad file is an error here: the user named
+// it), else the process's (built-in plus SYMMEM_TABLE, as the plugin reads it).
+bool tableInUse(const Options& opt, DecisionTable& table) {
+  if (opt.tableFile.empty()) {
+    table = Process::get().table();
+    return true;
+  }
+  const TableFileResult file = readTableFile(opt.tableFile);
+  if (!file.ok()) {
+    fprintf(stderr, "symmem-info: %s\n", file.error.c_str());
+    return false;
+  }
+  table = DecisionTable::builtIn();
+  applyTableFile(file, table);
+  return true;
+}
+
+int check(const Options& opt, const Settings& settings, const std::vector<std::string>& unknownNames) {
+  CheckInputs in;
+  in.tablePath = !opt.tableFile.empty() ? opt.tableFile : settings.text(SettingId::Table);
+  in.topoPath = !opt.topoFile.empty() ? opt.topoFile : settings.text(SettingId::TopoFile);
+  in.settings = &settings;
+  in.unknownNames = unknownNames;
+  const std::vector<std::string> problems = configurationProblems(in);
+  for (const std::string& p : problems) printf("problem: %s\n", p.c_str());
+  const std::string checked = "table " + (in.tablePath.empty() ? "(built-in)" : in.tablePath) + ", topology " +
+                              (in.topoPath.empty() ? "(discovered)" : in.topoPath) + ", SYMMEM_* settings";
+  if (problems.empty()) {
+    printf("no problems (%s)\n", checked.c_str());
+    return 0;
+  }
+  printf("%zu problem%s (%s)\n", problems.size(), problems.size() == 1 ? "" : "s", checked.c_str());
+  return 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -214,34 +291,52 @@ int main(int argc, char** argv) {
     fputs(settingsMarkdownTable().c_str(), stdout);
     return 0;
   }
+  DecisionTable table;
   if (opt.dumpTable) {
-    fputs(formatTable(Process::get().table().entries(), Process::get().table().meta).c_str(), stdout);
+    if (!tableInUse(opt, table)) return 1;
+    fputs(formatTable(table.entries(), table.meta).c_str(), stdout);
     return 0;
   }
 
   const Settings& settings = Process::get().settings();
+  const std::vector<std::string> unknownNames = unknownSettingWarnings(environ);
+  if (opt.check) return check(opt, settings, unknownNames);
+  if (!tableInUse(opt, table)) return 1;
   printf("nccl-symmem %s\n", SYMMEM_VERSION_STRING);
   printf("NCCL built against: %s\n", SYMMEM_BUILT_NCCL_VERSION);
   printf("NCCL loaded:        %s\n", loadedNcclVersion().c_str());
-  printSettings(settings);
+  printSettings(settings, unknownNames);
   printf("\n");
   const PluginLoadReport load = checkPluginLoads(opt.pluginPath.empty() ? defaultPluginPath() : opt.pluginPath);
   fputs(load.text.c_str(), stdout);
   printf("\n");
 
   // Facts: --topo file, else the detected node, else the bundled default; explicit flags win.
-  const std::string topoFile = !opt.topoFile.empty() ? opt.topoFile : settings.text(SettingId::TopoFile);
-  MachineView machine = describeMachine(topoFile, settings);
+  const std::string topoFile = opt.defaultMachine      ? ""
+                               : !opt.topoFile.empty() ? opt.topoFile
+                                                       : settings.text(SettingId::TopoFile);
+  MachineView machine = describeMachine(topoFile, settings, opt.defaultMachine);
   fputs(machine.text.c_str(), stdout);
   if (machine.failed) return 1;
 
   CommFacts facts;
   facts.nNodes = 1;
   facts.nRanks = opt.ranks.value_or(machine.gpuCount);
-  facts.cc = opt.cc.value_or(machine.cc);
+  // The capability as the tuner takes it (plugin/process_context.cpp): SYMMEM_CC over the detected one;
+  // --cc over both.
+  const char* ccSource = "";
+  facts.cc = machine.cc;
+  if (const std::string& cc = settings.text(SettingId::Capability); !cc.empty()) {
+    facts.cc = *parseCapability(cc);  // validated by the settings registry
+    ccSource = " (SYMMEM_CC)";
+  }
+  if (opt.cc) {
+    facts.cc = *opt.cc;
+    ccSource = " (--cc)";
+  }
   facts.link = opt.link.value_or(machine.link);
   facts.allPairsP2p = opt.p2p && (opt.link ? true : machine.allPairsP2p);
   printf("\n");
-  printDecisions(Process::get().table(), facts, policyFrom(settings), opt.dtype, opt.op);
+  printDecisions(table, facts, policyFrom(settings), opt.dtype, opt.op, ccSource);
   return load.ok ? 0 : 1;
 }

@@ -25,6 +25,7 @@
 #include "tools/tune_crossover.h"
 #include "tools/tune_measure.h"
 #include "tools/tune_options.h"
+#include "tools/tune_output.h"
 #include "tools/tune_plan.h"
 #include "tools/tune_report.h"
 #include "tools/tune_table.h"
@@ -79,13 +80,20 @@ T* mapShared() {
 int main(int argc, char** argv) {
   const TuneArgsResult parsed = parseTuneArgs(std::vector<std::string>(argv + 1, argv + argc));
   if (!parsed.ok()) {
-    std::fprintf(stderr, "symmem-tune: %s\n%s", parsed.error.c_str(), tuneUsage().c_str());
+    std::fprintf(stderr, "symmem-tune: %s\n", parsed.error.c_str());
+    if (parsed.error.find("--help") == std::string::npos)
+      std::fprintf(stderr, "symmem-tune --help lists the options\n");
     return 2;
   }
   const TuneOptions& o = parsed.options;
   if (o.help) {
     std::printf("%s", tuneUsage().c_str());
     return 0;
+  }
+  // Before the measurement, which can take an hour, not after it.
+  if (const std::string why = tuneOutputProblem(o.out); !o.planOnly && !why.empty()) {
+    std::fprintf(stderr, "symmem-tune: cannot write --out %s: %s\n", o.out.c_str(), why.c_str());
+    return 2;
   }
 
   // Everything that can stop the run is checked here, before any fork and without CUDA.
@@ -157,8 +165,10 @@ int main(int argc, char** argv) {
     stepsBefore += stepsPerWorld;
     const std::string key = "ranks=" + std::to_string(world.nRanks);
     if (code != 0) {
-      failures.push_back(
-          key + ": " + (report->error[0] ? std::string(report->error) : "a rank exited with " + std::to_string(code)));
+      const std::string why = report->error[0]              ? std::string(report->error)
+                              : code == bench::kRanksNotRun ? std::string("the ranks could not be run (above)")
+                                                            : "a rank exited with " + std::to_string(code);
+      failures.push_back(key + ": " + why);
       continue;
     }
     const ComputeCapability cc{report->ccMajor[0], report->ccMinor[0]};

@@ -3,10 +3,10 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cmath>
 #include <set>
 
 #include "core/table_file.h"
+#include "tools/cli_values.h"
 
 namespace symmem {
 
@@ -33,19 +33,6 @@ bool parseIndexList(const std::string& text, std::vector<int>& out) {
     if (comma == std::string::npos) return true;
     start = comma + 1;
   }
-}
-
-// "5", "2.5", "5%" -> 0.05, 0.025, 0.05.
-bool parsePercent(std::string text, double& out) {
-  if (!text.empty() && text.back() == '%') text.pop_back();
-  if (text.empty()) return false;
-  size_t used = 0;
-  try {
-    out = std::stod(text, &used) / 100.0;
-  } catch (...) {
-    return false;
-  }
-  return used == text.size() && std::isfinite(out);
 }
 
 bool isPowerOfTwo(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
@@ -99,7 +86,7 @@ TuneArgsResult parseTuneArgs(const std::vector<std::string>& args) {
     static const std::set<std::string> kTakesValue = {"--gpus",   "--ranks", "--min",      "--max",
                                                       "--margin", "--iters", "--reps",     "--rounds",
                                                       "--dtype",  "--out",   "--nccl-lib", "--timeout-s"};
-    if (!kTakesValue.count(a)) return fail("unknown argument '" + a + "'");
+    if (!kTakesValue.count(a)) return fail(unknownOptionMessage("symmem-tune", a));
     if (i + 1 >= args.size()) return fail(a + " needs a value");
     const std::string& v = args[++i];
     uint64_t bytes = 0;
@@ -119,11 +106,11 @@ TuneArgsResult parseTuneArgs(const std::vector<std::string>& args) {
         return fail(a + " takes a power-of-two size like 8, 4K, 64MiB, not '" + v + "'");
       (a == "--min" ? o.minBytes : o.maxBytes) = bytes;
     } else if (a == "--margin") {
-      if (!parsePercent(v, o.margin) || o.margin < 0 || o.margin >= 0.5)
-        return fail("--margin takes a percentage from 0 to below 50 (like 5 or 2.5%), not '" + v + "'");
+      if (std::string why = parsePercentArg(a, v, 0, 50, o.margin); !why.empty()) return fail(why);
     } else if (a == "--iters" || a == "--reps" || a == "--rounds" || a == "--timeout-s") {
-      if (!parseInt(v, number) || number < 1 || number > 100000)
-        return fail(a + " takes a positive count, not '" + v + "'");
+      int64_t parsed = 0;
+      if (std::string why = parseCountArg(a, v, 1, 100000, parsed); !why.empty()) return fail(why);
+      number = static_cast<int>(parsed);
       if (a == "--iters")
         o.callsPerBatch = number, itersSet = true;
       else if (a == "--reps")

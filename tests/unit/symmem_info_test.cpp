@@ -34,7 +34,8 @@ ToolRun run(const std::string& args, const std::string& env = "") {
 bool has(const ToolRun& r, const std::string& s) { return r.out.find(s) != std::string::npos; }
 
 TEST(SymmemInfo, DefaultShowsVersionSettingsAndDecisions) {
-  ToolRun r = run("");
+  // The bundled default machine, whatever GPUs this machine has.
+  ToolRun r = run("--default-machine");
   ASSERT_EQ(r.exitCode, 0) << r.out;
   EXPECT_TRUE(has(r, "nccl-symmem ")) << r.out;
   EXPECT_TRUE(has(r, "NCCL built against: 2."));
@@ -70,6 +71,84 @@ TEST(SymmemInfo, UnlistedCapabilityWorksAndWarnsOnce) {
   ASSERT_EQ(old.exitCode, 0) << old.out;
   EXPECT_TRUE(has(old, "table entry: none")) << old.out;
   EXPECT_TRUE(has(old, "8B  NCCL"));
+}
+
+TEST(SymmemInfo, WithoutArgumentsRunsAnywhere) {
+  ToolRun r = run("");
+  ASSERT_EQ(r.exitCode, 0) << r.out;
+  EXPECT_TRUE(has(r, "nccl-symmem ")) << r.out;
+  EXPECT_TRUE(has(r, "256MiB  NCCL")) << r.out;
+}
+
+TEST(SymmemInfo, CapabilityOverrideAppliesAsInThePlugin) {
+  ToolRun env = run("--link nvlink --ranks 2", "SYMMEM_CC=9.0");
+  ASSERT_EQ(env.exitCode, 0) << env.out;
+  EXPECT_TRUE(has(env, "table entry: cc=9.0 link=nvlink ranks=2")) << env.out;
+  EXPECT_TRUE(has(env, "cc 9.0 (SYMMEM_CC)")) << env.out;
+  ToolRun flag = run("--cc 12 --link nvlink --ranks 2", "SYMMEM_CC=9.0");
+  ASSERT_EQ(flag.exitCode, 0) << flag.out;
+  EXPECT_TRUE(has(flag, "table entry: cc=12.0 link=nvlink ranks=2")) << flag.out;
+  EXPECT_EQ(run("--cc 12.-0").exitCode, 2);
+}
+
+TEST(SymmemInfo, MoreThanEightRanksStayOnNccl) {
+  ToolRun r = run("--cc 9.0 --link nvlink --ranks 16");
+  ASSERT_EQ(r.exitCode, 0) << r.out;
+  EXPECT_FALSE(has(r, "symmetric two-shot")) << r.out;
+  EXPECT_TRUE(has(r, "the symmetric kernels take at most 8 ranks")) << r.out;
+}
+
+TEST(SymmemInfo, ShowsTheBufferMemoryOfTheEntry) {
+  ToolRun r = run("--cc 12.0 --link pcie-sys --ranks 8");
+  ASSERT_EQ(r.exitCode, 0) << r.out;
+  // 3 rounds x 8 slots of 32 KiB, plus 8 check areas of 4 KiB.
+  EXPECT_TRUE(has(r, "symmetric buffer: 800.0KiB per GPU (cap 2GiB)")) << r.out;
+}
+
+TEST(SymmemInfo, TableBeyondTheKernelsIsRefusedWithAWarning) {
+  testing::TempFile table("symmem-table 1\nentry cc=12.0 link=pcie-sys ranks=8 oneshot=1G twoshot=0\n");
+  ASSERT_TRUE(table.ok());
+  ToolRun r = run("--cc 12.0 --link pcie-sys --ranks 8", "SYMMEM_TABLE=" + table.path());
+  ASSERT_EQ(r.exitCode, 0) << r.out;
+  EXPECT_TRUE(has(r, table.path() + ":2: needs 24.0GiB of symmetric buffer per GPU")) << r.out;
+  EXPECT_TRUE(has(r, "oneshot<=32KiB")) << r.out;
+}
+
+TEST(SymmemInfo, CheckValidatesTheFiles) {
+  ToolRun clean = run("--check");
+  EXPECT_EQ(clean.exitCode, 0) << clean.out;
+  EXPECT_TRUE(has(clean, "no problems")) << clean.out;
+
+  testing::TempFile good("symmem-table 1\nentry cc=12.0 link=pcie-sys ranks=8 oneshot=16K twoshot=0\n");
+  testing::TempFile bad("symmem-table 1\nentry cc=12 link=pcie-sys ranks=8 oneshot=16K twoshot=0 speed=1\n");
+  testing::TempFile topo("\tGPU0\tGPU1\nGPU0\t X \tPIX\nGPU1\tPIX\n");
+  ASSERT_TRUE(good.ok() && bad.ok() && topo.ok());
+  EXPECT_EQ(run("--check", "SYMMEM_TABLE=" + good.path()).exitCode, 0);
+  EXPECT_EQ(run("--check --table " + good.path()).exitCode, 0);
+  ToolRun badTable = run("--check", "SYMMEM_TABLE=" + bad.path());
+  EXPECT_EQ(badTable.exitCode, 1) << badTable.out;
+  EXPECT_TRUE(has(badTable, bad.path() + ":2: unknown key 'speed'")) << badTable.out;
+  ToolRun badFlag = run("--check --table " + bad.path());
+  EXPECT_EQ(badFlag.exitCode, 1) << badFlag.out;
+  ToolRun missing = run("--check --table /nonexistent/table.txt");
+  EXPECT_EQ(missing.exitCode, 1) << missing.out;
+  EXPECT_TRUE(has(missing, "/nonexistent/table.txt")) << missing.out;
+  ToolRun badTopo = run("--check", "SYMMEM_TOPO_FILE=" + topo.path());
+  EXPECT_EQ(badTopo.exitCode, 1) << badTopo.out;
+  EXPECT_TRUE(has(badTopo, topo.path() + ":3")) << badTopo.out;
+  ToolRun both = run("--check --topo " + topo.path(), "SYMMEM_TABLE=" + bad.path());
+  EXPECT_EQ(both.exitCode, 1) << both.out;
+  EXPECT_TRUE(has(both, "2 problems")) << both.out;
+}
+
+TEST(SymmemInfo, UnknownSettingNamesAreWarnedAbout) {
+  ToolRun r = run("--cc 12.0 --link nvlink --ranks 2", "SYMEM_ENABLE=0 SYMMEM_TIMEOUT=5");
+  ASSERT_EQ(r.exitCode, 0) << r.out;
+  EXPECT_TRUE(has(r, "SYMEM_ENABLE is not a setting; did you mean SYMMEM_ENABLE?")) << r.out;
+  EXPECT_TRUE(has(r, "SYMMEM_TIMEOUT is not a setting; did you mean SYMMEM_TIMEOUT_MS?")) << r.out;
+  ToolRun check = run("--check", "SYMMEM_ENABLED=0");
+  EXPECT_EQ(check.exitCode, 1) << check.out;
+  EXPECT_TRUE(has(check, "SYMMEM_ENABLED is not a setting")) << check.out;
 }
 
 TEST(SymmemInfo, EnvPrintsTheRegistryTable) {

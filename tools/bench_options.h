@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+// symmem-bench's command line, parsed strictly and without touching the machine (so the tests can run
+// it on CPU): every value is checked before a rank is forked.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace symmem {
+
+struct BenchOptions {
+  size_t minBytes = 8;            // -b
+  size_t maxBytes = 64u << 20;    // -e
+  int factor = 2;                 // -f
+  std::string dtype = "bf16";     // --dtype bf16|fp16|fp32
+  std::string csv;                // --csv
+  int iters = 200;                // --iters: calls per timed batch
+  int reps = 7;                   // --reps: timed repetitions
+  int nGpus = 0;                  // --ngpus: 0 = every GPU device node
+  size_t oneShotMax = 1u << 20;   // --one-shot-max: 0 turns the one-shot kernel off
+  size_t twoShotMax = 64u << 20;  // --two-shot-max: 0 turns the two-shot kernel off
+  int maxBlocks = 0;              // --max-blocks: 0 = the kernels' own cap
+  int64_t timeoutMs = 10000;      // the kernels' peer wait
+  int timeoutSec = 540;           // --timeout-s: the whole run
+  bool eager = true;              // --no-eager
+  bool pdl = true;                // --no-pdl
+  bool streamOrder = true;        // --no-stream-order
+};
+
+struct BenchArgsResult {
+  BenchOptions options;
+  std::string error;  // empty when the command line is valid: names the flag and the value
+  bool help = false;  // -h / --help
+  bool ok() const { return error.empty(); }
+};
+
+BenchArgsResult parseBenchArgs(const std::vector<std::string>& args);  // args without the program name
+
+std::string benchUsage();
+
+}  // namespace symmem
