@@ -4,10 +4,28 @@
 #include <cctype>
 #include <cstdio>
 
+#include "core/symmetric_limits.h"
 #include "core/table_file.h"
 #include "tools/nccl_library.h"
 
 namespace symmem {
+
+namespace {
+
+// Halves the measured limits (two-shot first, the larger buffer per byte) until the setup takes them
+// (core/symmetric_limits.h): a path that wins up to 1 GiB at 8 ranks would need 24 GiB per GPU.
+void fitSymmetricLimits(Thresholds& t) {
+  while (!symmetricLimitProblem(t.nRanks, t.oneShotMaxBytes, t.twoShotMaxBytes).empty()) {
+    if (t.twoShotMaxBytes > t.oneShotMaxBytes) {
+      t.twoShotMaxBytes /= 2;
+      if (t.twoShotMaxBytes <= t.oneShotMaxBytes) t.twoShotMaxBytes = 0;
+    } else {
+      t.oneShotMaxBytes /= 2;
+    }
+  }
+}
+
+}  // namespace
 
 std::vector<Thresholds> tunedEntries(ComputeCapability cc, const std::vector<TunedWorld>& worlds) {
   std::vector<Thresholds> entries;
@@ -19,6 +37,7 @@ std::vector<Thresholds> tunedEntries(ComputeCapability cc, const std::vector<Tun
     t.oneShotMaxBytes = w.crossover.oneShotMaxBytes;
     t.twoShotMaxBytes = w.crossover.twoShotMaxBytes;
     t.source = "symmem-tune";
+    fitSymmetricLimits(t);
     entries.push_back(t);
   }
   return entries;

@@ -35,6 +35,8 @@ struct TuneProvenance {
   std::string method;  // how it was measured, one line
 };
 
+// One entry per measured world size; limits the symmetric setup would refuse (core/symmetric_limits.h)
+// are halved until it takes them.
 std::vector<Thresholds> tunedEntries(ComputeCapability cc, const std::vector<TunedWorld>& worlds);
 
 std::vector<std::string> provenanceMeta(const TuneProvenance& provenance, const std::vector<TunedWorld>& worlds);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/decision_table.h"
+#include "core/symmetric_limits.h"
 #include "core/table_file.h"
 #include "tests/unit/temp_file.h"
 #include "tools/nccl_library.h"
@@ -243,6 +244,28 @@ TEST(TuneTable, WrittenTableReadsBackAndTheDecisionTableUsesIt) {
   // A world size that was not measured keeps its built-in entry.
   EXPECT_EQ(table.thresholdsFor({12, 0}, LinkClass::PcieSameSwitch, 8).entry->oneShotMaxBytes,
             DecisionTable::builtIn().thresholdsFor({12, 0}, LinkClass::PcieSameSwitch, 8).entry->oneShotMaxBytes);
+}
+
+// A machine where one-shot wins up to 1 GiB at 8 ranks would need 24 GiB of buffer per GPU: the
+// written entry is brought within what the setup takes, so the table still reads back.
+TEST(TuneTable, EntriesStayWithinTheSymmetricLimits) {
+  std::vector<TunedWorld> worlds(2);
+  worlds[0].nRanks = 8;
+  worlds[0].link = LinkClass::NvLink;
+  worlds[0].crossover.oneShotMaxBytes = 1ull << 30;
+  worlds[1].nRanks = 2;
+  worlds[1].link = LinkClass::NvLink;
+  worlds[1].crossover.oneShotMaxBytes = 1 * MiB;
+  worlds[1].crossover.twoShotMaxBytes = 1ull << 30;
+  const std::vector<Thresholds> entries = tunedEntries({12, 0}, worlds);
+  ASSERT_EQ(entries.size(), 2u);
+  for (const Thresholds& t : entries)
+    EXPECT_EQ(symmetricLimitProblem(t.nRanks, t.oneShotMaxBytes, t.twoShotMaxBytes), "") << t.nRanks;
+  EXPECT_EQ(entries[0].oneShotMaxBytes, 64 * MiB);  // the largest power of two within the cap
+  EXPECT_EQ(entries[1].oneShotMaxBytes, 1 * MiB);   // untouched where it fits
+  EXPECT_EQ(entries[1].twoShotMaxBytes, 256 * MiB);
+  std::string error;
+  EXPECT_NE(tunedTableText(entries, {}, "t.txt", &error), "") << error;
 }
 
 TEST(TuneTable, ProvenanceLinesNameTheMachineAndTheRun) {
