@@ -32,8 +32,13 @@ TunerComm makeTunerComm(const ProcessContext& process, uint64_t commId, size_t n
   return comm;
 }
 
+bool costTableShapeKnown(int numAlgo, int numProto) {
+  return numAlgo > 0 && numProto > 0 && numAlgo <= abi::kNumAlgorithms && numProto <= abi::kNumProtocols;
+}
+
 bool applyToCostTable(const Decision& decision, float** collCostTable, int numAlgo, int numProto, int* nChannels) {
-  if (decision.path != Path::NcclTuned || collCostTable == nullptr || numAlgo <= 0 || numProto <= 0) return false;
+  if (decision.path != Path::NcclTuned || collCostTable == nullptr || !costTableShapeKnown(numAlgo, numProto))
+    return false;
   // NCCL passes a contiguous float[numAlgo][numProto] as float**: index it as such.
   float* table = reinterpret_cast<float*>(collCostTable);
   const int wantAlgo = static_cast<int>(decision.algo);
@@ -132,6 +137,13 @@ abi::Result getCollInfo(void* ctx, abi::Func collType, size_t nBytes, int /*numP
   const auto* comm = static_cast<const TunerComm*>(ctx);
   if (comm == nullptr || !comm->active || collType < 0 || collType >= kNumCollectives) return abi::kSuccess;
   const CollRequest request{static_cast<Collective>(collType), ReduceOp::Other, DataType::Other, nBytes};
+  if (!costTableShapeKnown(numAlgo, numProto)) {
+    SYMMEM_WARN_ONCE("tuner:cost-table-shape",
+                     "tuner: NCCL passed a %dx%d cost table; this plugin knows at most %dx%d "
+                     "(NCCL_NUM_ALGORITHMS x NCCL_NUM_PROTOCOLS), so it leaves NCCL's choices untouched",
+                     numAlgo, numProto, abi::kNumAlgorithms, abi::kNumProtocols);
+    return abi::kSuccess;
+  }
   const Decision d = decide(request, comm->facts, comm->entry, comm->policy);
   if (applyToCostTable(d, collCostTable, numAlgo, numProto, nChannels)) {
     SYMMEM_TRACE(kLogTuning, "%s %zu bytes: %s/%s channels %d (table band)",

@@ -22,8 +22,14 @@ struct TunerComm {
 // Builds the per-communicator state from the process context (no NCCL involved; used by tests).
 TunerComm makeTunerComm(const ProcessContext& process, uint64_t commId, size_t nRanks, size_t nNodes);
 
+// Whether a cost table of numAlgo x numProto is one this plugin can index: both at least 1 and at most
+// what NCCL's ABI allocates (abi::kNumAlgorithms x abi::kNumProtocols). A larger shape would make the
+// row length, and so every cell's address, a guess that can land outside NCCL's buffer.
+bool costTableShapeKnown(int numAlgo, int numProto);
+
 // Applies a decision to NCCL's cost table (float[numAlgo][numProto], passed as float**) and
-// nChannels. Never validates an IGNORE (-1) entry; returns true if it changed anything.
+// nChannels. Never validates an IGNORE (-1) entry; returns true if it changed anything. A shape
+// costTableShapeKnown refuses is left untouched.
 bool applyToCostTable(const Decision& decision, float** collCostTable, int numAlgo, int numProto, int* nChannels);
 
 // NCCL's v7 constants (a fifth, Rubin, compcap row in each bandwidth table) through the v5-shaped

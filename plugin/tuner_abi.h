@@ -25,6 +25,12 @@ using Func = int;
 
 inline constexpr float kAlgoProtoIgnore = -1.0f;  // NCCL_ALGO_PROTO_IGNORE
 
+// NCCL_NUM_ALGORITHMS (tree, ring, collnet direct, collnet chain, nvls, nvls tree, pat) and
+// NCCL_NUM_PROTOCOLS (ll, ll128, simple): the cost table NCCL hands to getCollInfo is
+// float[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS], and numAlgo / numProto are never larger.
+inline constexpr int kNumAlgorithms = 7;
+inline constexpr int kNumProtocols = 3;
+
 using Logger = void (*)(int level, unsigned long flags, const char* file, int line, const char* fmt, ...);
 
 struct NvlDomainInfoV5 {
@@ -33,8 +39,8 @@ struct NvlDomainInfoV5 {
   int maxRanksPerNvlDomain;
 };
 
-inline constexpr int kConstAlgos = 7;
-inline constexpr int kConstProtos = 3;
+inline constexpr int kConstAlgos = kNumAlgorithms;
+inline constexpr int kConstProtos = kNumProtocols;
 inline constexpr int kConstLinks = 3;       // NVLINK 0, PCI 1, NET 2
 inline constexpr int kConstCompCaps = 4;    // Volta 0, Ampere 1, Hopper 2, Blackwell 3
 inline constexpr int kConstCompCapsV7 = 5;  // v7: the same four, then Rubin 4

@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <utility>
+#include <vector>
 
 #include "plugin/tuner.h"
 #include "tests/unit/nccl_cost_table.h"
@@ -73,6 +75,85 @@ TEST(TunerCostTable, LeavesEverythingForOtherPaths) {
   EXPECT_EQ(t.ncclChoice(), std::make_pair(1, 0));
   EXPECT_EQ(nChannels, 0);
   EXPECT_FALSE(applyToCostTable(tuned(NcclAlgo::Tree, NcclProto::LL, 0), nullptr, 7, 3, &nChannels));
+}
+
+// A cost table of NCCL's real size (float[7][3]) at the start of a larger buffer whose remaining cells
+// are cheap, valid-looking costs. A tuner that believes an oversized numAlgo or numProto indexes past
+// the table and zeroes one of those cells (a heap overflow in NCCL's process); it must touch nothing.
+struct GuardedCostTable {
+  static constexpr int kRealCells = abi::kNumAlgorithms * abi::kNumProtocols;
+  static constexpr int kGuardCells = 64 * 64;
+  float cells[kRealCells + kGuardCells];
+
+  GuardedCostTable() {
+    for (int i = 0; i < kRealCells; ++i) cells[i] = kIgnore;
+    cells[1 * abi::kNumProtocols + 0] = 10.0f;  // ring/ll: the only cell NCCL offers
+    for (int i = kRealCells; i < kRealCells + kGuardCells; ++i) cells[i] = 0.5f;
+  }
+  float** raw() { return reinterpret_cast<float**>(cells); }
+  int guardCellsChanged() const {
+    int n = 0;
+    for (int i = kRealCells; i < kRealCells + kGuardCells; ++i) n += cells[i] != 0.5f;
+    return n;
+  }
+  int realCellsChanged() const {
+    int n = 0;
+    for (int i = 0; i < kRealCells; ++i) n += cells[i] != (i == 1 * abi::kNumProtocols ? 10.0f : kIgnore);
+    return n;
+  }
+};
+
+TEST(TunerCostTable, OversizedDimensionsTouchNothingBeyondTheTable) {
+  const Decision any = tuned(NcclAlgo::Any, NcclProto::Any, 4);
+  for (auto [numAlgo, numProto] : std::vector<std::pair<int, int>>{{7, 8}, {7, 64}, {64, 3}, {64, 64}, {8, 4}}) {
+    GuardedCostTable t;
+    int nChannels = 0;
+    EXPECT_FALSE(applyToCostTable(any, t.raw(), numAlgo, numProto, &nChannels)) << numAlgo << "x" << numProto;
+    EXPECT_EQ(t.guardCellsChanged(), 0) << numAlgo << "x" << numProto;
+    EXPECT_EQ(t.realCellsChanged(), 0) << "a shape NCCL's ABI does not have is left alone: " << numAlgo << "x"
+                                       << numProto;
+    EXPECT_EQ(nChannels, 0);
+  }
+  // The ABI's own shape still works on the same buffer.
+  GuardedCostTable t;
+  EXPECT_TRUE(applyToCostTable(any, t.raw(), abi::kNumAlgorithms, abi::kNumProtocols, nullptr));
+  EXPECT_EQ(t.cells[1 * abi::kNumProtocols + 0], 0.0f);
+  EXPECT_EQ(t.guardCellsChanged(), 0);
+}
+
+TEST(TunerCostTable, TheAbiLimitsAreNcclsAndTheDecisionsVocabulary) {
+  EXPECT_EQ(abi::kNumAlgorithms, 7);  // NCCL_NUM_ALGORITHMS: tree ring collnet_direct collnet_chain nvls nvls_tree pat
+  EXPECT_EQ(abi::kNumProtocols, 3);   // NCCL_NUM_PROTOCOLS: ll ll128 simple
+  EXPECT_EQ(abi::kNumAlgorithms, kNcclNumAlgos);
+  EXPECT_EQ(abi::kNumProtocols, kNcclNumProtos);
+  EXPECT_TRUE(costTableShapeKnown(7, 3));
+  EXPECT_TRUE(costTableShapeKnown(7, 2));
+  EXPECT_FALSE(costTableShapeKnown(7, 4));
+  EXPECT_FALSE(costTableShapeKnown(8, 3));
+  EXPECT_FALSE(costTableShapeKnown(0, 3));
+  EXPECT_FALSE(costTableShapeKnown(7, -1));
+}
+
+TEST(TunerCostTable, GetCollInfoWithAnOversizedTableLeavesItAlone) {
+  ProcessContext process;
+  process.node.cc = {12, 0};
+  process.node.link = LinkClass::PcieCrossSocket;
+  process.node.allPairsP2p = true;
+  DecisionTable table = DecisionTable::builtIn();
+  Thresholds e = *table.thresholdsFor({12, 0}, LinkClass::PcieCrossSocket, 8).entry;
+  e.bands[0] = {Collective::AllReduce, 1 << 20, NcclAlgo::Ring, NcclProto::Any, 0};
+  e.numBands = 1;
+  table.set(e);
+  process.table = &table;
+  TunerComm comm = makeTunerComm(process, 1, 8, 1);
+  ASSERT_TRUE(comm.active);
+  GuardedCostTable t;
+  int nChannels = 0;
+  const int allReduce = static_cast<int>(Collective::AllReduce);
+  EXPECT_EQ(tuner::getCollInfo(&comm, allReduce, 1024, 1, t.raw(), 7, 30, 0, &nChannels), abi::kSuccess);
+  EXPECT_EQ(t.guardCellsChanged() + t.realCellsChanged(), 0);
+  EXPECT_EQ(tuner::getCollInfo(&comm, allReduce, 1024, 1, t.raw(), 7, 3, 0, &nChannels), abi::kSuccess);
+  EXPECT_EQ(t.cells[1 * abi::kNumProtocols + 0], 0.0f) << "with NCCL's shape the band applies";
 }
 
 TEST(TunerComm, MultiNodeAndUnknownFactsStayInactive) {
