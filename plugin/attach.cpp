@@ -562,7 +562,8 @@ AttachReport attachRebindings(std::span<const Rebinding> rebindings, const Attac
   last.symbols.reserve(rebindings.size());  // no reallocation: the copies point into these strings
   for (const Rebinding& r : rebindings) {
     last.symbols.emplace_back(r.symbol);
-    last.rebindings.push_back({last.symbols.back().c_str(), r.replacement, r.original});
+    // Every member, `real` included: a re-attach must forward where the first call did.
+    last.rebindings.push_back({last.symbols.back().c_str(), r.replacement, r.original, r.real});
   }
   last.options = options;
   s.last = std::move(last);

@@ -244,6 +244,27 @@ TEST_F(Attach, MissingDefiningLibraryRebindsNothing) {
   EXPECT_EQ(gRealAllReduce, nullptr);
 }
 
+// Rebinding::real: "the real function, when the caller already knows it: then no lookup by name is
+// made". The known function here (libfake_defines' fakeDefinerCall, x + 5000) differs from what a
+// lookup of fakeAllReduce would find (x + 1000), and the named defining library is not even loaded:
+// only a kept `real` can make the call forward, and to the right place, also after a re-attach.
+TEST_F(Attach, AGivenRealFunctionIsUsedWithoutALookup) {
+  void* definer = openFixture(SYMMEM_FAKE_DEFINES_PATH);
+  void* known = definer ? dlsym(definer, "fakeDefinerCall") : nullptr;
+  ASSERT_NE(known, nullptr);
+  const symmem::Rebinding withReal[] = {
+      {"fakeAllReduce", reinterpret_cast<void*>(&replacementAllReduce), &gRealAllReduce, known}};
+  options_.definingLibrary = "libfake_not_loaded.so";
+  const symmem::AttachReport report = symmem::attachRebindings(withReal, options_);
+  EXPECT_FALSE(containsSubstring(report.notCovered, "is not loaded")) << "no lookup was to be made";
+  EXPECT_EQ(gRealAllReduce, known);
+  EXPECT_EQ(nowCall_(kInput), kReplacementMark + kInput + 5000);
+  gRealAllReduce = nullptr;  // a re-attach fills it again from the kept value
+  symmem::reattachRebindings();
+  EXPECT_EQ(gRealAllReduce, known);
+  EXPECT_EQ(lazyCall_(kInput), kReplacementMark + kInput + 5000);
+}
+
 TEST_F(Attach, UnimportedAndUndefinedSymbolsAreReported) {
   const symmem::Rebinding rebindings[] = {
       kRebindings[0],
