@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/log.h"
+#include "core/symmetric_limits.h"
 #include "kernels/capture_mode.h"
 #include "kernels/scoped_device.h"
 #include "kernels/setup_kernels.h"
@@ -34,6 +35,7 @@ namespace {
 constexpr uint32_t kSetupMagic = 0x53594d4du;  // "SYMM"
 constexpr uint32_t kSetupVersion = 1;
 constexpr size_t kReasonBytes = 160;
+static_assert(kSymmetricMaxRanks == kMaxRanks, "core/symmetric_limits.h and the kernels agree on the ranks");
 
 }  // namespace
 
@@ -119,8 +121,11 @@ std::string configProblem(const SymmetricConfig& config, bool shapeOk) {
     return "bad communicator shape (rank " + std::to_string(config.rank) + " of " + std::to_string(config.nRanks) +
            ", at most " + std::to_string(kMaxRanks) + " ranks)";
   if (config.oneShotMaxBytes == 0 && config.twoShotMaxBytes == 0) return "both one-shot and two-shot limits are 0";
-  if (config.oneShotMaxBytes > (size_t{1} << 30) || config.twoShotMaxBytes > (size_t{1} << 30))
-    return "one-shot/two-shot limits above 1 GiB";
+  // The one rule every layer applies (core/symmetric_limits.h): the table file and decide() refuse
+  // the same entries, so a table that reads back never turns the path off here.
+  if (std::string why = symmetricLimitProblem(config.nRanks, config.oneShotMaxBytes, config.twoShotMaxBytes);
+      !why.empty())
+    return why;
   if (config.timeoutMs <= 0) return "timeout must be positive";
   return {};
 }

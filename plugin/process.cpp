@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "plugin/process.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "core/log.h"
+#include "core/setting_names.h"
 #include "plugin/interposer.h"
 #include "topology/discover.h"
 
@@ -17,6 +20,7 @@ Settings readEnvironment() {
   Settings s = Settings::load([](const char* name) { return std::getenv(name); }, &problems);
   setLogDetail(s);  // before the first message below
   for (const std::string& p : problems) SYMMEM_WARN("%s", p.c_str());
+  for (const std::string& w : unknownSettingWarnings(environ)) SYMMEM_WARN("%s", w.c_str());
   return s;
 }
 }  // namespace

@@ -292,6 +292,19 @@ TEST(PluginDlopen, BadTableFileFallsBackToBuiltInAndSaysWhere) {
   EXPECT_EQ(problems, "");
 }
 
+// A typo in a setting's name is said, once, in NCCL's log, naming the setting meant.
+TEST(PluginDlopen, AMisspelledSettingIsWarnedAbout) {
+  std::string problems = runInChild({{"SYMMEM_ENABLED", "0"}, {"SYMMEM_TOPO_FILE", kTopo}}, [](void* handle) {
+    checkEveryVersionLeavesTableAlone(handle);
+    int warned = 0;
+    for (const std::string& l : *gLogLines)
+      warned += l.starts_with("2:") && l.find("SYMMEM_ENABLED") != std::string::npos &&
+                l.find("SYMMEM_ENABLE?") != std::string::npos;
+    CHILD_CHECK(warned == 1, "one WARN names SYMMEM_ENABLED and the setting meant");
+  });
+  EXPECT_EQ(problems, "");
+}
+
 // The shared object exports the tuner objects and nothing else.
 TEST(PluginExports, OnlyTheAllowedDynamicSymbols) {
   const std::string cmd = std::string("nm -D --defined-only '") + SYMMEM_PLUGIN_PATH + "' 2>&1";
