@@ -272,10 +272,13 @@ TEST(ReliabilityGpu, TeardownKeepsAnotherThreadsCaptureValid) {
 
 // ---- captured and eager calls in every mix ------------------------------------------------------
 // Two ranks in two processes. Each case is run the same way on both (as one program on every rank
-// would), repeated many times without synchronising, and checked on the device after every call.
+// would), repeated many times without synchronising, and checked on the device after every call, for
+// each algorithm (calls of different algorithms never share round records or slots).
 enum class Mix { ParallelBranches, TwoGraphsAtOnce, ReplayBesideEager };
 
-int mixCase(int rank, ShmAllGather& shm, Mix mix, RankFailures& f) {
+// Both calls of a case use one algorithm: calls of different algorithms use separate round records
+// and slots, so only calls of the same one can collide.
+int mixCase(int rank, ShmAllGather& shm, Mix mix, Algorithm algo, RankFailures& f) {
   constexpr int kRounds = 300;
   CUDA_OK(f, cudaSetDevice(deviceFor(rank)));
   cudaStream_t s0, s1;
@@ -283,10 +286,11 @@ int mixCase(int rank, ShmAllGather& shm, Mix mix, RankFailures& f) {
   CUDA_OK(f, cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
   Call a, b;
   a.tag = 1;
-  a.count = 3001;  // one-shot, 12 KiB and a tail
+  a.count = 3001;  // 12 KiB and a tail
+  a.algo = algo;
   b.tag = 5;
-  b.count = 40000;  // two-shot, 160 KiB
-  b.algo = Algorithm::TwoShot;
+  b.count = 40000;  // 160 KiB
+  b.algo = algo;
   CUDA_OK(f, allocCall(a, rank, s0));
   CUDA_OK(f, allocCall(b, rank, s0));
   std::string why;
@@ -339,9 +343,11 @@ int mixCase(int rank, ShmAllGather& shm, Mix mix, RankFailures& f) {
   }
   CUDA_OK(f, cudaStreamSynchronize(s0));
   CUDA_OK(f, cudaStreamSynchronize(s1));
-  const char* name = mix == Mix::ParallelBranches  ? "parallel branches of one graph"
-                     : mix == Mix::TwoGraphsAtOnce ? "two graphs replayed at once"
-                                                   : "a replay beside eager calls";
+  const char* mixName = mix == Mix::ParallelBranches  ? "parallel branches of one graph"
+                        : mix == Mix::TwoGraphsAtOnce ? "two graphs replayed at once"
+                                                      : "a replay beside eager calls";
+  const std::string label = std::string(mixName) + (algo == Algorithm::OneShot ? ", one-shot" : ", two-shot");
+  const char* name = label.c_str();
   RANK_CHECK(f, wrongOf(a) == 0, "%s: call a: %llu wrong elements over %d rounds", name, wrongOf(a), kRounds);
   RANK_CHECK(f, wrongOf(b) == 0, "%s: call b: %llu wrong elements over %d rounds", name, wrongOf(b), kRounds);
   RANK_CHECK(f, comm->deviceStatus() == Status::Ok, "%s: deviceStatus %s", name, statusName(comm->deviceStatus()));
@@ -362,13 +368,16 @@ int mixCase(int rank, ShmAllGather& shm, Mix mix, RankFailures& f) {
 
 TEST(ReliabilityGpu, CapturedAndEagerCallsInEveryMix) {
   SKIP_WITHOUT_A_GPU();
-  for (Mix mix : {Mix::ParallelBranches, Mix::TwoGraphsAtOnce, Mix::ReplayBesideEager}) {
-    ShmAllGather shm(2, 4096, 60000);
-    const std::string report = testing::runForked(2, 120, [&](int rank) {
-      RankFailures f{rank};
-      return mixCase(rank, shm, mix, f);
-    });
-    EXPECT_EQ(report, "") << "mix " << static_cast<int>(mix);
+  for (Algorithm algo : {Algorithm::OneShot, Algorithm::TwoShot}) {
+    for (Mix mix : {Mix::ParallelBranches, Mix::TwoGraphsAtOnce, Mix::ReplayBesideEager}) {
+      ShmAllGather shm(2, 4096, 60000);
+      const std::string report = testing::runForked(2, 120, [&](int rank) {
+        RankFailures f{rank};
+        return mixCase(rank, shm, mix, algo, f);
+      });
+      EXPECT_EQ(report, "") << "mix " << static_cast<int>(mix)
+                            << (algo == Algorithm::OneShot ? " one-shot" : " two-shot");
+    }
   }
 }
 
