@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "core/decision.h"
 
+#include <algorithm>
+#include <cstddef>
+
 #include "core/symmetric_limits.h"
 
 namespace symmem {
@@ -55,6 +58,59 @@ std::string_view ncclProtoName(NcclProto p) {
   return "?";
 }
 
+std::string_view symAlgoName(SymAlgo a) {
+  switch (a) {
+    case SymAlgo::OneShot:
+      return "oneshot";
+    case SymAlgo::TwoShot:
+      return "twoshot";
+  }
+  return "?";
+}
+
+bool setSymBands(Thresholds& entry, std::span<const SymBand> bands) {
+  if (bands.size() > static_cast<size_t>(kMaxSymBands)) return false;
+  std::array<SymBand, kMaxSymBands> sorted{};
+  std::copy(bands.begin(), bands.end(), sorted.begin());
+  const auto end = sorted.begin() + static_cast<std::ptrdiff_t>(bands.size());
+  std::sort(sorted.begin(), end, [](const SymBand& a, const SymBand& b) { return a.maxBytes < b.maxBytes; });
+  uint64_t oneShot = 0, twoShot = 0;
+  for (auto it = sorted.begin(); it != end; ++it) {
+    if (it->maxBytes == 0 || (it != sorted.begin() && it->maxBytes == (it - 1)->maxBytes)) return false;
+    uint64_t& limit = it->algo == SymAlgo::OneShot ? oneShot : twoShot;
+    limit = std::max(limit, it->maxBytes);
+  }
+  entry.symBands = sorted;
+  entry.numSymBands = static_cast<int>(bands.size());
+  entry.oneShotMaxBytes = oneShot;
+  entry.twoShotMaxBytes = twoShot;
+  return true;
+}
+
+namespace {
+
+// What a pair of push limits means, as bands (at most two).
+int pushBands(uint64_t oneShot, uint64_t twoShot, std::array<SymBand, 2>& out) {
+  int n = 0;
+  if (oneShot > 0) out[n++] = {oneShot, SymAlgo::OneShot, SymVariant::Push};
+  if (twoShot > oneShot) out[n++] = {twoShot, SymAlgo::TwoShot, SymVariant::Push};
+  return n;
+}
+
+}  // namespace
+
+void setPushLimits(Thresholds& entry, uint64_t oneShot, uint64_t twoShot) {
+  std::array<SymBand, 2> bands{};
+  const int n = pushBands(oneShot, twoShot, bands);
+  setSymBands(entry, std::span<const SymBand>(bands.data(), static_cast<size_t>(n)));
+}
+
+bool hasOnlyPushLimits(const Thresholds& entry) {
+  std::array<SymBand, 2> bands{};
+  const int n = pushBands(entry.oneShotMaxBytes, entry.twoShotMaxBytes, bands);
+  return n == entry.numSymBands && std::equal(bands.begin(), bands.begin() + n, entry.symBands.begin());
+}
+
 std::string_view reasonText(Reason r) {
   switch (r) {
     case Reason::Disabled:
@@ -70,9 +126,9 @@ std::string_view reasonText(Reason r) {
     case Reason::UnknownLink:
       return "link class unknown";
     case Reason::WithinOneShotLimit:
-      return "within the one-shot limit";
+      return "within a one-shot band";
     case Reason::WithinTwoShotLimit:
-      return "within the two-shot limit";
+      return "within a two-shot band";
     case Reason::Forced:
       return "forced by SYMMEM_FORCE_PATH";
     case Reason::TableBand:
@@ -106,6 +162,18 @@ bool symmetricSupports(DataType dtype, ReduceOp op) {
 namespace {
 
 Decision untouched(Reason why) { return Decision{Path::NcclUntouched, NcclAlgo::Any, NcclProto::Any, 0, why}; }
+
+Decision symmetricPath(SymAlgo algo, SymVariant variant, Reason why) {
+  return Decision{
+      algo == SymAlgo::OneShot ? Path::SymOneShot : Path::SymTwoShot, NcclAlgo::Any, NcclProto::Any, 0, why, variant};
+}
+
+// The first symmetric band that covers the size, or null above the last one.
+const SymBand* symBandFor(const Thresholds& entry, uint64_t bytes) {
+  for (int i = 0; i < entry.numSymBands; ++i)
+    if (bytes <= entry.symBands[i].maxBytes) return &entry.symBands[i];
+  return nullptr;
+}
 
 // NCCL's band for this size, if the table has one and the tuner is on.
 Decision ncclChoice(const CollRequest& request, const Thresholds& entry, const Policy& policy) {
@@ -160,20 +228,23 @@ Decision decide(const CollRequest& request, const CommFacts& facts, const Thresh
     if (policy.force == ForcedPath::Nccl) return untouched(Reason::Forced);
     if (!eligible) return untouched(why);
     if (request.bytes > facts.symmetricCapacityBytes) return untouched(Reason::ExceedsCapacity);
-    return Decision{policy.force == ForcedPath::OneShot ? Path::SymOneShot : Path::SymTwoShot, NcclAlgo::Any,
-                    NcclProto::Any, 0, Reason::Forced};
+    // Forcing picks the algorithm only (testing): the variant stays push.
+    return symmetricPath(policy.force == ForcedPath::OneShot ? SymAlgo::OneShot : SymAlgo::TwoShot, SymVariant::Push,
+                         Reason::Forced);
   }
 
   if (facts.link == LinkClass::Unknown) return untouched(Reason::UnknownLink);
   if (entry == nullptr) return untouched(Reason::NoTableEntry);
 
   if (eligible) {
-    const bool fits = request.bytes <= facts.symmetricCapacityBytes;
-    if (request.bytes <= entry->oneShotMaxBytes) {
-      if (fits) return Decision{Path::SymOneShot, NcclAlgo::Any, NcclProto::Any, 0, Reason::WithinOneShotLimit};
-      why = Reason::ExceedsCapacity;
-    } else if (request.bytes <= entry->twoShotMaxBytes) {
-      if (fits) return Decision{Path::SymTwoShot, NcclAlgo::Any, NcclProto::Any, 0, Reason::WithinTwoShotLimit};
+    if (const SymBand* band = symBandFor(*entry, request.bytes)) {
+      const bool oneShot = band->algo == SymAlgo::OneShot;
+      // The setup sized the kernel's buffers from the entry's limits; a band beyond them (an entry
+      // edited without setSymBands) is never taken.
+      const uint64_t setUpFor = oneShot ? entry->oneShotMaxBytes : entry->twoShotMaxBytes;
+      if (request.bytes <= facts.symmetricCapacityBytes && request.bytes <= setUpFor)
+        return symmetricPath(band->algo, band->variant,
+                             oneShot ? Reason::WithinOneShotLimit : Reason::WithinTwoShotLimit);
       why = Reason::ExceedsCapacity;
     } else {
       why = Reason::NoBandForSize;

@@ -4,17 +4,19 @@
 // the tools and the tests all call decide(); nothing here reads the environment or the machine.
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string_view>
 
 #include "core/capability.h"
 #include "core/collective.h"
 #include "core/link_class.h"
+#include "core/sym_variant.h"
 
 namespace symmem {
 
 enum class Path : int {
-  SymOneShot,     // our one-shot push kernel
-  SymTwoShot,     // our two-shot push kernel
+  SymOneShot,     // our one-shot kernel, in the variant the decision names
+  SymTwoShot,     // our two-shot kernel, in the variant the decision names
   NcclTuned,      // NCCL, with the algorithm/protocol/channels of a table band
   NcclUntouched,  // NCCL exactly as it would run without us
 };
@@ -50,18 +52,52 @@ struct NcclBand {
 
 inline constexpr int kMaxBands = 8;
 
+// The two symmetric kernels.
+enum class SymAlgo : int { OneShot, TwoShot };
+std::string_view symAlgoName(SymAlgo a);  // "oneshot", "twoshot" (the table file's words)
+
+// One band of the symmetric path: all-reduces above the previous band up to maxBytes run `algo` in
+// `variant` (core/sym_variant.h says what each variant does to the links).
+struct SymBand {
+  uint64_t maxBytes = 0;
+  SymAlgo algo = SymAlgo::OneShot;
+  SymVariant variant = SymVariant::Push;
+  constexpr bool operator==(const SymBand&) const = default;
+};
+inline constexpr int kMaxSymBands = 8;
+
 // One table entry: the thresholds for one (capability, link class, world size).
 struct Thresholds {
   ComputeCapability cc;
   LinkClass link = LinkClass::Unknown;
-  int nRanks = 0;                           // 2..8; kBeyondEightRanks for the rule that covers 9 and more
-  uint64_t oneShotMaxBytes = 0;             // all-reduces of 1..oneShotMaxBytes bytes go one-shot (0: off)
-  uint64_t twoShotMaxBytes = 0;             // above the one-shot limit up to this, two-shot (0: off)
+  int nRanks = 0;  // 2..8; kBeyondEightRanks for the rule that covers 9 and more
+  // The symmetric bands, sorted by maxBytes (each above 0 and distinct): an all-reduce takes the first
+  // band whose maxBytes covers it; above the last band the NCCL bands apply. Set them with
+  // setSymBands() or setPushLimits(), which keep the two limits below in step.
+  std::array<SymBand, kMaxSymBands> symBands{};
+  int numSymBands = 0;
+  // Derived from the bands: the largest maxBytes of a one-shot band and of a two-shot band (0: none).
+  // The symmetric setup sizes its buffers from these (core/symmetric_limits.h).
+  uint64_t oneShotMaxBytes = 0;
+  uint64_t twoShotMaxBytes = 0;
   std::array<NcclBand, kMaxBands> bands{};  // sorted by (collective, maxBytes)
   int numBands = 0;
   const char* source = "";  // where the numbers come from (built-in: a citation; file: path:line)
 };
 inline constexpr int kBeyondEightRanks = 9;
+
+// Replaces the entry's symmetric bands with `bands` (in any order; sorted here) and derives the two
+// limits from them. Refuses (false, entry unchanged) more than kMaxSymBands bands, a maxBytes of 0, or
+// two bands with the same maxBytes: those would contradict each other.
+bool setSymBands(Thresholds& entry, std::span<const SymBand> bands);
+
+// The bands that a pair of push limits means (the `entry ... oneshot= twoshot=` line of a table file):
+// one-shot push up to oneShot, then two-shot push up to twoShot; 0 turns a path off, and a two-shot
+// limit not above the one-shot limit adds nothing.
+void setPushLimits(Thresholds& entry, uint64_t oneShot, uint64_t twoShot);
+
+// Whether the bands are exactly what setPushLimits(entry, oneShotMaxBytes, twoShotMaxBytes) makes.
+bool hasOnlyPushLimits(const Thresholds& entry);
 
 // What every rank of the communicator agrees on (exchanged at setup; for the tuner, node-wide facts).
 struct CommFacts {
@@ -118,6 +154,7 @@ struct Decision {
   NcclProto proto = NcclProto::Any;
   int nChannels = 0;
   Reason reason = Reason::NoTableEntry;
+  SymVariant variant = SymVariant::Push;  // for the symmetric paths: how the kernel moves the data
   constexpr bool symmetric() const { return path == Path::SymOneShot || path == Path::SymTwoShot; }
 };
 

@@ -2,12 +2,15 @@
 #include "core/table_file.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <charconv>
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
+#include <span>
 #include <sstream>
 
 #include "core/bounded_file.h"
@@ -145,8 +148,21 @@ struct LineParser {
   }
 };
 
+std::optional<SymAlgo> parseSymAlgo(std::string_view s) {
+  for (SymAlgo a : {SymAlgo::OneShot, SymAlgo::TwoShot})
+    if (s == symAlgoName(a)) return a;
+  return std::nullopt;
+}
+
+// An entry's key, as the file names it.
+std::string keyText(ComputeCapability cc, LinkClass link, int nRanks) {
+  return "cc=" + cc.str() + " link=" + std::string(linkClassName(link)) + " ranks=" + rangeText(nRanks, nRanks);
+}
+
 // One band's place: two bands of the same entry and collective with the same upto contradict each
-// other (bands are sorted by upto, so only an equal upto can overlap).
+// other (bands are sorted by upto, so only an equal upto can overlap). Symmetric bands use
+// kSymBandsKey as their collective.
+inline constexpr auto kSymBandsKey = static_cast<Collective>(-1);
 struct BandKey {
   ComputeCapability cc;
   LinkClass link;
@@ -196,6 +212,7 @@ TableFileResult parseTableText(std::string_view text, std::string_view fileName)
   LineParser p{fileName, 0, {}};
   bool sawHeader = false;
   std::map<BandKey, int> bandLines;
+  std::set<size_t> symEntries;  // indexes of the entries that sym lines made
   // Some editors start a UTF-8 file with a byte-order mark; it says nothing about the table.
   if (text.starts_with(kByteOrderMark)) text.remove_prefix(kByteOrderMark.size());
   auto failWith = [&](TableFileResult& r) {
@@ -264,10 +281,69 @@ TableFileResult parseTableText(std::string_view text, std::string_view fileName)
         t.cc = cc;
         t.link = link;
         t.nRanks = n;
-        t.oneShotMaxBytes = one;
-        t.twoShotMaxBytes = two;
+        setPushLimits(t, one, two);
         t.source = source;
         result.entries.push_back(t);
+      }
+    } else if (keyword == "sym") {
+      std::map<std::string, std::string> kv;
+      ComputeCapability cc;
+      LinkClass link{};
+      int first = 0, last = 0;
+      SymBand band;
+      if (!p.keyValues(words, {"cc", "link", "ranks", "upto", "algo", "variant"}, kv) ||
+          !p.key(kv, cc, link, first, last) || !p.bytes(kv, "upto", band.maxBytes, kMaxBandBytes))
+        return failWith(result);
+      if (band.maxBytes == 0) {
+        p.fail("upto=0 covers no size (a sym band holds the sizes above the previous band up to upto)");
+        return failWith(result);
+      }
+      auto algo = parseSymAlgo(lower(kv["algo"]));
+      auto variant = parseSymVariant(lower(kv["variant"]));
+      if (!algo) {
+        p.fail("bad algo '" + kv["algo"] + "' for a sym band (oneshot, twoshot)");
+        return failWith(result);
+      }
+      if (!variant) {
+        p.fail("bad variant '" + kv["variant"] + "' (push, pull, staged)");
+        return failWith(result);
+      }
+      band.algo = *algo;
+      band.variant = *variant;
+      for (int n = first; n <= last; ++n) {
+        auto it = std::find_if(result.entries.begin(), result.entries.end(),
+                               [&](const Thresholds& t) { return t.cc == cc && t.link == link && t.nRanks == n; });
+        if (it == result.entries.end()) {
+          // The first sym line of a key makes its entry.
+          Thresholds t;
+          t.cc = cc;
+          t.link = link;
+          t.nRanks = n;
+          t.source = intern(std::string(fileName) + ":" + std::to_string(p.lineNo));
+          result.entries.push_back(t);
+          symEntries.insert(result.entries.size() - 1);
+          it = result.entries.end() - 1;
+        } else if (!symEntries.count(static_cast<size_t>(it - result.entries.begin()))) {
+          p.fail("entry " + keyText(cc, link, n) + " already has its symmetric sizes from oneshot/twoshot (" +
+                 it->source + "); give them there or as sym lines, not both");
+          return failWith(result);
+        }
+        const auto [seen, inserted] =
+            bandLines.try_emplace(BandKey{cc, link, n, kSymBandsKey, band.maxBytes}, p.lineNo);
+        if (!inserted) {
+          p.fail("a sym band for sizes up to " + formatBytes(band.maxBytes) + " is already given (" +
+                 std::string(fileName) + ":" + std::to_string(seen->second) + ")");
+          return failWith(result);
+        }
+        if (it->numSymBands == kMaxSymBands) {
+          p.fail("more than " + std::to_string(kMaxSymBands) + " sym bands for one entry");
+          return failWith(result);
+        }
+        std::array<SymBand, kMaxSymBands + 1> bands{};
+        std::copy(it->symBands.begin(), it->symBands.begin() + it->numSymBands, bands.begin());
+        bands[it->numSymBands] = band;
+        setSymBands(*it, std::span<const SymBand>(bands.data(), static_cast<size_t>(it->numSymBands) + 1));
+        if (!p.symmetricLimits(n, n, it->oneShotMaxBytes, it->twoShotMaxBytes)) return failWith(result);
       }
     } else if (keyword == "band") {
       std::map<std::string, std::string> kv;
@@ -311,7 +387,7 @@ TableFileResult parseTableText(std::string_view text, std::string_view fileName)
                                [&](const Thresholds& t) { return t.cc == cc && t.link == link && t.nRanks == n; });
         if (it == result.entries.end()) {
           p.fail("band for cc=" + cc.str() + " link=" + std::string(linkClassName(link)) + " ranks=" + rangeText(n, n) +
-                 " has no entry line before it");
+                 " has no entry or sym line before it");
           return failWith(result);
         }
         const auto [seen, inserted] =
@@ -331,7 +407,7 @@ TableFileResult parseTableText(std::string_view text, std::string_view fileName)
         });
       }
     } else {
-      p.fail("unknown line kind '" + std::string(words[0]) + "' (expected entry, band or meta)");
+      p.fail("unknown line kind '" + std::string(words[0]) + "' (expected entry, sym, band or meta)");
       return failWith(result);
     }
   }
@@ -366,10 +442,21 @@ std::string formatTable(const std::vector<Thresholds>& entries, const std::vecto
   out << "symmem-table 1\n";
   for (const std::string& m : meta) out << "meta " << m << "\n";
   for (const Thresholds& t : entries) {
-    const std::string key =
-        "cc=" + t.cc.str() + " link=" + std::string(linkClassName(t.link)) + " ranks=" + rangeText(t.nRanks, t.nRanks);
-    out << "entry " << key << " oneshot=" << formatBytes(t.oneShotMaxBytes)
-        << " twoshot=" << formatBytes(t.twoShotMaxBytes) << "\n";
+    const std::string key = keyText(t.cc, t.link, t.nRanks);
+    // Push limits keep the entry line every build reads; other bands need sym lines. An entry without
+    // bands takes no size to the symmetric path, whatever its limits say.
+    if (t.numSymBands == 0) {
+      out << "entry " << key << " oneshot=0B twoshot=0B\n";
+    } else if (hasOnlyPushLimits(t)) {
+      out << "entry " << key << " oneshot=" << formatBytes(t.oneShotMaxBytes)
+          << " twoshot=" << formatBytes(t.twoShotMaxBytes) << "\n";
+    } else {
+      for (int i = 0; i < t.numSymBands; ++i) {
+        const SymBand& b = t.symBands[i];
+        out << "sym " << key << " upto=" << formatBytes(b.maxBytes) << " algo=" << symAlgoName(b.algo)
+            << " variant=" << symVariantName(b.variant) << "\n";
+      }
+    }
     for (int i = 0; i < t.numBands; ++i) {
       const NcclBand& b = t.bands[i];
       out << "band " << key << " coll=" << collectiveName(b.collective) << " upto=" << formatBytes(b.maxBytes)

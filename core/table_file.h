@@ -6,11 +6,16 @@
 //   symmem-table 1
 //   # comments and blank lines are ignored
 //   meta <free text: GPU model, driver, CUDA/NCCL versions, topology, date>
-//   entry cc=12.0 link=pcie-switch ranks=2-8 oneshot=64KiB twoshot=1MiB
+//   entry cc=12.0 link=pcie-switch ranks=2-3 oneshot=64KiB twoshot=1MiB
+//   sym   cc=12.0 link=pcie-switch ranks=4-8 upto=32KiB  algo=oneshot variant=pull
+//   sym   cc=12.0 link=pcie-switch ranks=4-8 upto=256KiB algo=twoshot variant=staged
 //   band  cc=12.0 link=pcie-switch ranks=8 coll=allreduce upto=256KiB algo=ring proto=ll channels=0
 //
-// `entry` sets the symmetric limits for (cc, link, ranks); `band` adds an NCCL choice for sizes up
-// to `upto` to an entry defined earlier in the same file. ranks is N, N-M, or 9+ (beyond eight).
+// `entry` sets push limits for (cc, link, ranks): one-shot push up to oneshot, two-shot push above it
+// up to twoshot. `sym` lines instead give an entry its symmetric bands one by one, each with its
+// algorithm and variant (the first sym line of a key makes the entry; one key takes an entry line or
+// sym lines, not both). `band` adds an NCCL choice for sizes up to `upto` to an entry defined earlier
+// in the same file. ranks is N, N-M, or 9+ (beyond eight).
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,7 +37,8 @@ TableFileResult readTableFile(const std::string& path);
 // Entries of the file replace built-in entries with the same key; meta lines are kept.
 void applyTableFile(const TableFileResult& file, DecisionTable& table);
 
-// The text of a table file holding `entries` (one line per entry, then its bands) and `meta`.
+// The text of a table file holding `entries` and `meta`: per entry, its entry line when its bands are
+// push limits (so that builds without sym lines read it), else its sym lines; then its NCCL bands.
 std::string formatTable(const std::vector<Thresholds>& entries, const std::vector<std::string>& meta);
 
 // "64KiB", "1MiB", "8B": exact, largest binary unit that divides the value.

@@ -14,15 +14,17 @@ namespace {
 
 // Halves the measured limits (two-shot first, the larger buffer per byte) until the setup takes them
 // (core/symmetric_limits.h): a path that wins up to 1 GiB at 8 ranks would need 24 GiB per GPU.
-void fitSymmetricLimits(Thresholds& t) {
-  while (!symmetricLimitProblem(t.nRanks, t.oneShotMaxBytes, t.twoShotMaxBytes).empty()) {
-    if (t.twoShotMaxBytes > t.oneShotMaxBytes) {
-      t.twoShotMaxBytes /= 2;
-      if (t.twoShotMaxBytes <= t.oneShotMaxBytes) t.twoShotMaxBytes = 0;
+// The kernels symmem-tune measures are the push variants: the entry gets push bands.
+void fitSymmetricLimits(Thresholds& t, uint64_t oneShot, uint64_t twoShot) {
+  while (!symmetricLimitProblem(t.nRanks, oneShot, twoShot).empty()) {
+    if (twoShot > oneShot) {
+      twoShot /= 2;
+      if (twoShot <= oneShot) twoShot = 0;
     } else {
-      t.oneShotMaxBytes /= 2;
+      oneShot /= 2;
     }
   }
+  setPushLimits(t, oneShot, twoShot);
 }
 
 }  // namespace
@@ -34,10 +36,8 @@ std::vector<Thresholds> tunedEntries(ComputeCapability cc, const std::vector<Tun
     t.cc = cc;
     t.link = w.link;
     t.nRanks = w.nRanks;
-    t.oneShotMaxBytes = w.crossover.oneShotMaxBytes;
-    t.twoShotMaxBytes = w.crossover.twoShotMaxBytes;
     t.source = "symmem-tune";
-    fitSymmetricLimits(t);
+    fitSymmetricLimits(t, w.crossover.oneShotMaxBytes, w.crossover.twoShotMaxBytes);
     entries.push_back(t);
   }
   return entries;
@@ -114,7 +114,7 @@ std::string tunedTableText(const std::vector<Thresholds>& entries, const std::ve
     const Thresholds& a = entries[i];
     const Thresholds& b = back.entries[i];
     if (a.cc != b.cc || a.link != b.link || a.nRanks != b.nRanks || a.oneShotMaxBytes != b.oneShotMaxBytes ||
-        a.twoShotMaxBytes != b.twoShotMaxBytes)
+        a.twoShotMaxBytes != b.twoShotMaxBytes || a.numSymBands != b.numSymBands || a.symBands != b.symBands)
       return fail("entry " + std::to_string(i + 1) + " changed");
   }
   if (back.meta != meta) return fail("meta lines changed");

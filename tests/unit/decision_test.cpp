@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "core/decision.h"
 #include "core/decision_table.h"
@@ -46,28 +49,93 @@ TEST(DecisionTable, BuiltInCoversEveryCapabilityLinkAndWorldSize) {
   EXPECT_EQ(t.entries().size(), 8u * 4u * 8u);
 }
 
+// The variants of an entry's bands, in order ("oneshot pull, twoshot pull").
+std::string variantsOf(const Thresholds& e) {
+  std::string text;
+  for (int i = 0; i < e.numSymBands; ++i)
+    text += (i ? ", " : "") + std::string(symAlgoName(e.symBands[i].algo)) + " " +
+            std::string(symVariantName(e.symBands[i].variant));
+  return text;
+}
+
 TEST(DecisionTable, BuiltInLimitsAreConsistent) {
   for (const Thresholds& e : DecisionTable::builtIn().entries()) {
-    if (e.twoShotMaxBytes != 0) EXPECT_GE(e.twoShotMaxBytes, e.oneShotMaxBytes) << e.cc.str() << " " << e.nRanks;
+    SCOPED_TRACE(e.cc.str() + " " + std::string(linkClassName(e.link)) + " " + std::to_string(e.nRanks));
+    if (e.twoShotMaxBytes != 0) EXPECT_GE(e.twoShotMaxBytes, e.oneShotMaxBytes);
+    // Built-in entries are one one-shot band, then one two-shot band: each limit is its band's.
+    ASSERT_LE(e.numSymBands, 2);
+    for (int i = 0; i < e.numSymBands; ++i) {
+      const SymBand& b = e.symBands[i];
+      EXPECT_EQ(b.maxBytes, b.algo == SymAlgo::OneShot ? e.oneShotMaxBytes : e.twoShotMaxBytes);
+    }
     if (e.nRanks < 8) {
-      // More ranks never widen the symmetric range (one-shot traffic per rank grows with peers).
+      // More ranks never widen the symmetric range of the same variants (one-shot traffic per rank
+      // grows with peers); where the variants change (pull from 4 ranks on PCIe) the range may.
       const Thresholds* next = DecisionTable::builtIn().thresholdsFor(e.cc, e.link, e.nRanks + 1).entry;
       ASSERT_NE(next, nullptr);
-      EXPECT_LE(next->oneShotMaxBytes, e.oneShotMaxBytes);
-      EXPECT_LE(next->twoShotMaxBytes, e.twoShotMaxBytes);
+      if (variantsOf(*next) == variantsOf(e)) {
+        EXPECT_LE(next->oneShotMaxBytes, e.oneShotMaxBytes);
+        EXPECT_LE(next->twoShotMaxBytes, e.twoShotMaxBytes);
+      }
     }
-    if (e.nRanks == kBeyondEightRanks) EXPECT_EQ(e.oneShotMaxBytes, 0u) << "one-shot is off beyond 8 ranks";
+    if (e.nRanks == kBeyondEightRanks) EXPECT_EQ(e.numSymBands, 0) << "the kernels take at most 8 ranks";
   }
 }
 
-// The 12.0 PCIe seeds (docs/sources.md): on 8 RTX PRO 6000 one-shot won up to 32 KiB and lost from
-// 64 KiB; nothing published supports two-shot across sockets.
+// Push where writes do not collapse (NVLink, NVLink bridges, 2-3 ranks, the Gen4 rows measured with
+// push); pull or staged at 4-8 ranks on PCIe Gen5, where the posted-write collapse reports put it
+// (docs/sources.md).
+TEST(DecisionTable, BuiltInVariantsFollowThePublishedCollapse) {
+  const ComputeCapability gen5[] = {{9, 0}, {10, 0}, {10, 3}, {12, 0}, {12, 1}};
+  const DecisionTable& t = DecisionTable::builtIn();
+  for (const Thresholds& e : t.entries()) {
+    SCOPED_TRACE(e.cc.str() + " " + std::string(linkClassName(e.link)) + " " + std::to_string(e.nRanks));
+    const bool isGen5 = std::find(std::begin(gen5), std::end(gen5), e.cc) != std::end(gen5);
+    const bool collapses = isGen5 && e.link != LinkClass::NvLink && e.nRanks >= 4 && e.nRanks <= 8;
+    for (int i = 0; i < e.numSymBands; ++i) {
+      const SymBand& b = e.symBands[i];
+      if (!collapses) {
+        EXPECT_EQ(b.variant, SymVariant::Push);
+      } else if (b.algo == SymAlgo::OneShot || e.link != LinkClass::PcieSameSwitch) {
+        EXPECT_EQ(b.variant, SymVariant::Pull);
+      } else {
+        EXPECT_EQ(b.variant, SymVariant::Staged) << "two-shot behind one switch fabric";
+      }
+    }
+  }
+  EXPECT_EQ(variantsOf(*t.thresholdsFor({12, 0}, LinkClass::PcieSameSwitch, 2).entry), "oneshot push, twoshot push");
+  EXPECT_EQ(variantsOf(*t.thresholdsFor({12, 0}, LinkClass::PcieSameSwitch, 8).entry), "oneshot pull, twoshot staged");
+  EXPECT_EQ(variantsOf(*t.thresholdsFor({12, 0}, LinkClass::PcieCrossSocket, 8).entry), "oneshot pull, twoshot pull");
+  EXPECT_EQ(variantsOf(*t.thresholdsFor({8, 6}, LinkClass::NvLink, 8).entry), "oneshot push, twoshot push");
+}
+
+// Speculative verification of 1-8 tokens at hidden size 7168 all-reduces 14-112 KiB of bf16: at 8
+// ranks on every PCIe Gen5 class it goes symmetric, and never as a push.
+TEST(DecisionTable, SpeculativeVerifySizesGoSymmetricAtEightPcieRanks) {
+  const Policy policy;
+  for (LinkClass link : {LinkClass::PcieSameSwitch, LinkClass::PcieSameRoot, LinkClass::PcieCrossSocket})
+    for (int tokens = 1; tokens <= 8; ++tokens) {
+      const uint64_t bytes = uint64_t(tokens) * 7168 * 2;
+      const Thresholds* e = DecisionTable::builtIn().thresholdsFor({12, 0}, link, 8).entry;
+      ASSERT_NE(e, nullptr);
+      const Decision d = decide(bf16Sum(bytes), facts({12, 0}, link, 8), e, policy);
+      EXPECT_TRUE(d.symmetric()) << linkClassName(link) << " " << tokens << " tokens: " << reasonText(d.reason);
+      EXPECT_NE(d.variant, SymVariant::Push) << linkClassName(link) << " " << tokens;
+    }
+}
+
+// The 12.0 PCIe seeds (docs/sources.md): on 8 RTX PRO 6000 one-shot push won up to 32 KiB and lost
+// from 64 KiB; across sockets pulls take over (one-shot to 16 KiB, two-shot to 128 KiB).
 TEST(DecisionTable, RtxPro6000Seeds) {
   const DecisionTable& t = DecisionTable::builtIn();
   const Thresholds* sys8 = t.thresholdsFor({12, 0}, LinkClass::PcieCrossSocket, 8).entry;
   ASSERT_NE(sys8, nullptr);
-  EXPECT_EQ(sys8->oneShotMaxBytes, 32 * KiB);
-  EXPECT_EQ(sys8->twoShotMaxBytes, 0u);
+  EXPECT_EQ(sys8->oneShotMaxBytes, 16 * KiB);
+  EXPECT_EQ(sys8->twoShotMaxBytes, 128 * KiB);
+  const Thresholds* sys2 = t.thresholdsFor({12, 0}, LinkClass::PcieCrossSocket, 2).entry;
+  ASSERT_NE(sys2, nullptr);
+  EXPECT_EQ(sys2->oneShotMaxBytes, 32 * KiB);
+  EXPECT_EQ(sys2->twoShotMaxBytes, 0u) << "nothing published measures two-shot across sockets at 2 ranks";
   const Thresholds* sw2 = t.thresholdsFor({12, 0}, LinkClass::PcieSameSwitch, 2).entry;
   ASSERT_NE(sw2, nullptr);
   EXPECT_EQ(sw2->oneShotMaxBytes, 128 * KiB);
@@ -96,6 +164,18 @@ TEST(Decision, GridForEveryBuiltInEntry) {
     const CommFacts f = facts(e.cc, e.link, n);
     auto pathAt = [&](uint64_t bytes) { return decide(bf16Sum(bytes), f, &e, policy).path; };
     SCOPED_TRACE(e.cc.str() + " " + std::string(linkClassName(e.link)) + " " + std::to_string(n));
+    // Each band at its ends, with its variant.
+    uint64_t previous = 0;
+    for (int i = 0; i < e.numSymBands; ++i) {
+      const SymBand& b = e.symBands[i];
+      const Path path = b.algo == SymAlgo::OneShot ? Path::SymOneShot : Path::SymTwoShot;
+      for (uint64_t bytes : {previous + 1, b.maxBytes}) {
+        const Decision d = decide(bf16Sum(bytes), f, &e, policy);
+        EXPECT_EQ(d.path, path) << bytes;
+        EXPECT_EQ(d.variant, b.variant) << bytes;
+      }
+      previous = b.maxBytes;
+    }
     if (e.oneShotMaxBytes > 0) {
       EXPECT_EQ(pathAt(2), Path::SymOneShot);
       EXPECT_EQ(pathAt(e.oneShotMaxBytes), Path::SymOneShot);
@@ -178,6 +258,11 @@ TEST(Decision, PolicySwitchesAndForcing) {
   Policy two;
   two.force = ForcedPath::TwoShot;
   EXPECT_EQ(decide(bf16Sum(64), f, e, two).path, Path::SymTwoShot);
+  // Forcing picks the algorithm, not the variant: push, even where the entry pulls.
+  const Thresholds* pulls = DecisionTable::builtIn().thresholdsFor({12, 0}, LinkClass::PcieCrossSocket, 8).entry;
+  const CommFacts sys8 = facts({12, 0}, LinkClass::PcieCrossSocket, 8);
+  EXPECT_EQ(decide(bf16Sum(64), sys8, pulls, Policy{}).variant, SymVariant::Pull);
+  EXPECT_EQ(decide(bf16Sum(64), sys8, pulls, two).variant, SymVariant::Push);
   Policy one;
   one.force = ForcedPath::OneShot;
   EXPECT_EQ(decide(bf16Sum(8 * MiB), f, e, one).path, Path::SymOneShot);
@@ -195,7 +280,7 @@ TEST(Decision, NcclBandsApplyAboveTheSymmetricRange) {
   e.cc = {12, 0};
   e.link = LinkClass::PcieCrossSocket;
   e.nRanks = 8;
-  e.oneShotMaxBytes = 32 * KiB;
+  setPushLimits(e, 32 * KiB, 0);
   e.bands[0] = {Collective::AllReduce, 256 * KiB, NcclAlgo::Ring, NcclProto::LL, 0};
   e.bands[1] = {Collective::AllReduce, 4 * MiB, NcclAlgo::Tree, NcclProto::Simple, 8};
   e.bands[2] = {Collective::AllGather, 1 * MiB, NcclAlgo::Ring, NcclProto::Any, 4};
@@ -218,6 +303,101 @@ TEST(Decision, NcclBandsApplyAboveTheSymmetricRange) {
   Policy noTuner;
   noTuner.tuner = false;
   EXPECT_EQ(decide(bf16Sum(64 * KiB), f, &e, noTuner).path, Path::NcclUntouched);
+}
+
+// decide() takes the first band whose maxBytes covers the size and returns its algorithm and variant.
+TEST(Decision, SymmetricBandsPickPathAndVariantBySize) {
+  Thresholds e;
+  e.cc = {12, 0};
+  e.link = LinkClass::PcieSameRoot;
+  e.nRanks = 8;
+  const SymBand bands[] = {{512 * KiB, SymAlgo::TwoShot, SymVariant::Staged},
+                           {4 * KiB, SymAlgo::OneShot, SymVariant::Push},
+                           {16 * KiB, SymAlgo::OneShot, SymVariant::Pull}};
+  ASSERT_TRUE(setSymBands(e, bands));
+  EXPECT_EQ(e.numSymBands, 3);
+  EXPECT_EQ(e.symBands[0].maxBytes, 4 * KiB) << "sorted by size";
+  EXPECT_EQ(e.oneShotMaxBytes, 16 * KiB);
+  EXPECT_EQ(e.twoShotMaxBytes, 512 * KiB);
+  const CommFacts f = facts({12, 0}, LinkClass::PcieSameRoot, 8);
+  struct Case {
+    uint64_t bytes;
+    Path path;
+    SymVariant variant;
+    Reason reason;
+  };
+  const Case cases[] = {
+      {1, Path::SymOneShot, SymVariant::Push, Reason::WithinOneShotLimit},
+      {4 * KiB, Path::SymOneShot, SymVariant::Push, Reason::WithinOneShotLimit},
+      {4 * KiB + 2, Path::SymOneShot, SymVariant::Pull, Reason::WithinOneShotLimit},
+      {16 * KiB, Path::SymOneShot, SymVariant::Pull, Reason::WithinOneShotLimit},
+      {16 * KiB + 2, Path::SymTwoShot, SymVariant::Staged, Reason::WithinTwoShotLimit},
+      {512 * KiB, Path::SymTwoShot, SymVariant::Staged, Reason::WithinTwoShotLimit},
+      {512 * KiB + 2, Path::NcclUntouched, SymVariant::Push, Reason::NoBandForSize},
+  };
+  for (const Case& c : cases) {
+    const Decision d = decide(bf16Sum(c.bytes), f, &e, Policy{});
+    EXPECT_EQ(d.path, c.path) << c.bytes;
+    EXPECT_EQ(d.variant, c.variant) << c.bytes;
+    EXPECT_EQ(d.reason, c.reason) << c.bytes << ": " << reasonText(d.reason);
+  }
+
+  // A two-shot band may come below a one-shot band; each limit is the largest of its algorithm.
+  const SymBand interleaved[] = {{8 * KiB, SymAlgo::TwoShot, SymVariant::Pull},
+                                 {64 * KiB, SymAlgo::OneShot, SymVariant::Pull}};
+  ASSERT_TRUE(setSymBands(e, interleaved));
+  EXPECT_EQ(e.oneShotMaxBytes, 64 * KiB);
+  EXPECT_EQ(e.twoShotMaxBytes, 8 * KiB);
+  EXPECT_EQ(decide(bf16Sum(8 * KiB), f, &e, Policy{}).path, Path::SymTwoShot);
+  EXPECT_EQ(decide(bf16Sum(32 * KiB), f, &e, Policy{}).path, Path::SymOneShot);
+
+  // Limits lowered behind the bands' back (the setup sizes buffers from them): the band is not taken.
+  Thresholds edited = e;
+  edited.oneShotMaxBytes = 16 * KiB;
+  EXPECT_EQ(decide(bf16Sum(32 * KiB), f, &edited, Policy{}).reason, Reason::ExceedsCapacity);
+}
+
+TEST(Decision, SetSymBandsRefusesContradictions) {
+  Thresholds e;
+  setPushLimits(e, 32 * KiB, 256 * KiB);
+  const Thresholds before = e;
+  const SymBand sameSize[] = {{16 * KiB, SymAlgo::OneShot, SymVariant::Pull},
+                              {16 * KiB, SymAlgo::TwoShot, SymVariant::Pull}};
+  EXPECT_FALSE(setSymBands(e, sameSize));
+  const SymBand empty[] = {{0, SymAlgo::OneShot, SymVariant::Pull}};
+  EXPECT_FALSE(setSymBands(e, empty));
+  std::vector<SymBand> nine;
+  for (uint64_t i = 1; i <= 9; ++i) nine.push_back({i * KiB, SymAlgo::OneShot, SymVariant::Push});
+  EXPECT_FALSE(setSymBands(e, nine));
+  EXPECT_EQ(e.numSymBands, before.numSymBands);
+  EXPECT_EQ(e.symBands, before.symBands);
+  EXPECT_EQ(e.oneShotMaxBytes, 32 * KiB);
+  EXPECT_TRUE(setSymBands(e, std::span<const SymBand>(nine.data(), 8)));
+  EXPECT_TRUE(setSymBands(e, {}));
+  EXPECT_EQ(e.oneShotMaxBytes, 0u);
+  EXPECT_EQ(e.twoShotMaxBytes, 0u);
+}
+
+// Push limits as the entry line of a table file means them: one-shot push, then two-shot push above.
+TEST(Decision, PushLimitsMakeTwoPushBands) {
+  Thresholds e;
+  setPushLimits(e, 32 * KiB, 256 * KiB);
+  ASSERT_EQ(e.numSymBands, 2);
+  EXPECT_EQ(e.symBands[0], (SymBand{32 * KiB, SymAlgo::OneShot, SymVariant::Push}));
+  EXPECT_EQ(e.symBands[1], (SymBand{256 * KiB, SymAlgo::TwoShot, SymVariant::Push}));
+  EXPECT_TRUE(hasOnlyPushLimits(e));
+  setPushLimits(e, 0, 1 * MiB);
+  ASSERT_EQ(e.numSymBands, 1);
+  EXPECT_EQ(e.symBands[0].algo, SymAlgo::TwoShot);
+  setPushLimits(e, 64 * KiB, 64 * KiB);  // two-shot adds nothing above the one-shot limit
+  ASSERT_EQ(e.numSymBands, 1);
+  EXPECT_EQ(e.twoShotMaxBytes, 0u);
+  setPushLimits(e, 0, 0);
+  EXPECT_EQ(e.numSymBands, 0);
+  EXPECT_TRUE(hasOnlyPushLimits(e));
+  const SymBand pull[] = {{16 * KiB, SymAlgo::OneShot, SymVariant::Pull}};
+  setSymBands(e, pull);
+  EXPECT_FALSE(hasOnlyPushLimits(e));
 }
 
 TEST(CapabilityFallback, UnlistedCapabilitiesTakeTheNearestLowerEntry) {

@@ -70,7 +70,7 @@ TEST(SetupVote, EachDifferingSettingKeepsEveryRankOnNcclTogether) {
   const DecisionTable table = DecisionTable::builtIn();
   DecisionTable other = DecisionTable::builtIn();
   Thresholds changed = other.entries().front();
-  changed.oneShotMaxBytes += 16;
+  setPushLimits(changed, changed.oneShotMaxBytes + 16, changed.twoShotMaxBytes);
   other.set(changed);
   struct Case {
     const char* setting;
@@ -123,7 +123,7 @@ TEST(SetupVote, ProvenanceLinesDoNotChangeTheFingerprint) {
   b.meta.push_back("measured elsewhere");
   EXPECT_EQ(tableFingerprint(a), tableFingerprint(b));
   Thresholds t = b.entries().back();
-  t.twoShotMaxBytes += 4096;
+  setPushLimits(t, t.oneShotMaxBytes, t.twoShotMaxBytes + 4096);
   b.set(t);
   EXPECT_NE(tableFingerprint(a), tableFingerprint(b));
 }

@@ -69,7 +69,7 @@ TEST(SymmetricLimits, DecisionKeepsMoreThanEightRanksOnNccl) {
   t.cc = {9, 0};
   t.link = LinkClass::NvLink;
   t.nRanks = kBeyondEightRanks;
-  t.twoShotMaxBytes = 1 * MiB;  // as a table built some other way might say
+  setPushLimits(t, 0, 1 * MiB);  // as a table built some other way might say
   CommFacts facts;
   facts.nRanks = 16;
   facts.cc = {9, 0};

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -25,6 +26,8 @@ TEST(TableFile, RoundTripOfTheBuiltInTable) {
     EXPECT_EQ(parsed.entries[i].nRanks, entries[i].nRanks);
     EXPECT_EQ(parsed.entries[i].oneShotMaxBytes, entries[i].oneShotMaxBytes);
     EXPECT_EQ(parsed.entries[i].twoShotMaxBytes, entries[i].twoShotMaxBytes);
+    EXPECT_EQ(parsed.entries[i].numSymBands, entries[i].numSymBands);
+    EXPECT_EQ(parsed.entries[i].symBands, entries[i].symBands);
   }
   EXPECT_EQ(parsed.meta, (std::vector<std::string>{"gpu RTX PRO 6000", "date 2026-11-30"}));
   EXPECT_EQ(formatTable(parsed.entries, parsed.meta), text);
@@ -91,7 +94,31 @@ TEST(TableFile, MalformedInputNamesFileLineAndProblem) {
        "oneshot=1K twoshot=0\n",
        "bad.txt:3: entry cc=12.0 link=nvlink ranks=3 defined twice (first at bad.txt:2)"},
       {"symmem-table 1\nband cc=12.0 link=nvlink ranks=2 coll=allreduce upto=1M algo=ring proto=ll channels=0\n",
-       "bad.txt:2: band for cc=12.0 link=nvlink ranks=2 has no entry line before it"},
+       "bad.txt:2: band for cc=12.0 link=nvlink ranks=2 has no entry or sym line before it"},
+      {"symmem-table 1\nsym cc=12.0 link=pcie-sys ranks=8 upto=16K algo=oneshot variant=pulled\n",
+       "bad.txt:2: bad variant 'pulled' (push, pull, staged)"},
+      {"symmem-table 1\nsym cc=12.0 link=pcie-sys ranks=8 upto=16K algo=ring variant=pull\n",
+       "bad.txt:2: bad algo 'ring' for a sym band (oneshot, twoshot)"},
+      {"symmem-table 1\nsym cc=12.0 link=pcie-sys ranks=8 upto=0 algo=oneshot variant=pull\n",
+       "bad.txt:2: upto=0 covers no size"},
+      {"symmem-table 1\nsym cc=12.0 link=pcie-sys ranks=8 upto=16K algo=oneshot\n", "bad.txt:2: missing key 'variant'"},
+      {"symmem-table 1\nsym cc=12.0 link=pcie-sys ranks=8 upto=16K algo=oneshot variant=pull\n"
+       "sym cc=12.0 link=pcie-sys ranks=4-8 upto=16KiB algo=twoshot variant=staged\n",
+       "bad.txt:3: a sym band for sizes up to 16KiB is already given (bad.txt:2)"},
+      {"symmem-table 1\nentry cc=12.0 link=pcie-sys ranks=8 oneshot=16K twoshot=0\n"
+       "sym cc=12.0 link=pcie-sys ranks=8 upto=128K algo=twoshot variant=pull\n",
+       "bad.txt:3: entry cc=12.0 link=pcie-sys ranks=8 already has its symmetric sizes from oneshot/twoshot "
+       "(bad.txt:2)"},
+      {"symmem-table 1\nsym cc=12.0 link=pcie-sys ranks=8 upto=128K algo=twoshot variant=pull\n"
+       "entry cc=12.0 link=pcie-sys ranks=8 oneshot=16K twoshot=0\n",
+       "bad.txt:3: entry cc=12.0 link=pcie-sys ranks=8 defined twice (first at bad.txt:2)"},
+      {"symmem-table 1\nsym cc=12.0 link=pcie-sys ranks=9+ upto=16K algo=oneshot variant=pull\n",
+       "bad.txt:2: the symmetric kernels take at most 8 ranks"},
+      {"symmem-table 1\nsym cc=12.0 link=pcie-sys ranks=8 upto=16K algo=oneshot variant=pull\n"
+       "sym cc=12.0 link=pcie-sys ranks=8 upto=1G algo=oneshot variant=push\n",
+       "bad.txt:3: needs 24.0GiB of symmetric buffer per GPU at 8 ranks"},
+      {"symmem-table 1\nsym cc=12.0 link=pcie-sys ranks=8 upto=2G algo=twoshot variant=pull\n",
+       "bad.txt:2: twoshot 2GiB is above 1GiB"},
       {"symmem-table 1\nentry cc=12.0 link=nvlink ranks=2 oneshot=1K twoshot=0\n"
        "band cc=12.0 link=nvlink ranks=2 coll=allreduce upto=1M algo=warp proto=ll channels=0\n",
        "bad.txt:3: bad algo 'warp'"},
@@ -108,6 +135,101 @@ TEST(TableFile, MalformedInputNamesFileLineAndProblem) {
     EXPECT_NE(r.error.find(c.expected), std::string::npos) << "got: " << r.error << "\nwanted: " << c.expected;
     EXPECT_TRUE(r.entries.empty());
   }
+}
+
+TEST(TableFile, SymLinesGiveBandsWithVariants) {
+  const char* text =
+      "symmem-table 1\n"
+      "sym   cc=12.0 link=pcie-sys ranks=5-8 upto=128KiB algo=twoshot variant=pull\n"
+      "sym   cc=12.0 link=pcie-sys ranks=5-8 upto=16KiB  algo=oneshot variant=pull   # order does not matter\n"
+      "sym   cc=12.0 link=pcie-sys ranks=8   upto=4KiB   algo=OneShot variant=push\n"
+      "band  cc=12.0 link=pcie-sys ranks=8   coll=allreduce upto=4MiB algo=ring proto=simple channels=0\n"
+      "entry cc=12.0 link=pcie-sys ranks=2   oneshot=32K twoshot=0\n";
+  TableFileResult r = parseTableText(text, "t.txt");
+  ASSERT_TRUE(r.ok()) << r.error;
+  ASSERT_EQ(r.entries.size(), 5u);
+  const Thresholds& five = r.entries[0];
+  EXPECT_EQ(five.nRanks, 5);
+  EXPECT_STREQ(five.source, "t.txt:2");
+  ASSERT_EQ(five.numSymBands, 2);
+  EXPECT_EQ(five.symBands[0], (SymBand{16 * KiB, SymAlgo::OneShot, SymVariant::Pull}));
+  EXPECT_EQ(five.symBands[1], (SymBand{128 * KiB, SymAlgo::TwoShot, SymVariant::Pull}));
+  EXPECT_EQ(five.oneShotMaxBytes, 16 * KiB);
+  EXPECT_EQ(five.twoShotMaxBytes, 128 * KiB);
+  const Thresholds& eight = r.entries[3];
+  EXPECT_EQ(eight.nRanks, 8);
+  ASSERT_EQ(eight.numSymBands, 3);
+  EXPECT_EQ(eight.symBands[0], (SymBand{4 * KiB, SymAlgo::OneShot, SymVariant::Push}));
+  EXPECT_EQ(eight.numBands, 1);
+  // The entry line means push bands, as it always did.
+  const Thresholds& two = r.entries[4];
+  ASSERT_EQ(two.numSymBands, 1);
+  EXPECT_EQ(two.symBands[0], (SymBand{32 * KiB, SymAlgo::OneShot, SymVariant::Push}));
+
+  // Written back: sym lines for the entries that need them, the entry line where push limits say it.
+  const std::string back = formatTable(r.entries, {});
+  EXPECT_NE(back.find("sym cc=12.0 link=pcie-sys ranks=5 upto=16KiB algo=oneshot variant=pull\n"
+                      "sym cc=12.0 link=pcie-sys ranks=5 upto=128KiB algo=twoshot variant=pull\n"),
+            std::string::npos)
+      << back;
+  EXPECT_NE(back.find("sym cc=12.0 link=pcie-sys ranks=8 upto=4KiB algo=oneshot variant=push\n"), std::string::npos);
+  EXPECT_NE(back.find("entry cc=12.0 link=pcie-sys ranks=2 oneshot=32KiB twoshot=0B\n"), std::string::npos);
+  TableFileResult again = parseTableText(back, "back.txt");
+  ASSERT_TRUE(again.ok()) << again.error;
+  EXPECT_EQ(formatTable(again.entries, {}), back);
+}
+
+// Files written before sym lines existed load as they always did: push bands.
+TEST(TableFile, EntryLinesStillMeanPushBands) {
+  TableFileResult r =
+      parseTableText("symmem-table 1\nentry cc=12.0 link=pcie-switch ranks=8 oneshot=32K twoshot=256K\n", "old.txt");
+  ASSERT_TRUE(r.ok()) << r.error;
+  ASSERT_EQ(r.entries.size(), 1u);
+  const Thresholds& e = r.entries[0];
+  ASSERT_EQ(e.numSymBands, 2);
+  EXPECT_EQ(e.symBands[0], (SymBand{32 * KiB, SymAlgo::OneShot, SymVariant::Push}));
+  EXPECT_EQ(e.symBands[1], (SymBand{256 * KiB, SymAlgo::TwoShot, SymVariant::Push}));
+  CommFacts f;
+  f.nRanks = 8;
+  f.cc = {12, 0};
+  f.link = LinkClass::PcieSameSwitch;
+  f.allPairsP2p = true;
+  f.symmetricCapacityBytes = 256 * KiB;
+  const Decision d = decide({Collective::AllReduce, ReduceOp::Sum, DataType::Bfloat16, 64 * KiB}, f, &e, Policy{});
+  EXPECT_EQ(d.path, Path::SymTwoShot);
+  EXPECT_EQ(d.variant, SymVariant::Push);
+}
+
+// The built-in table, dumped and read back, decides every size the same (path and variant).
+TEST(TableFile, DumpedBuiltInTableDecidesTheSame) {
+  const DecisionTable& builtIn = DecisionTable::builtIn();
+  TableFileResult file = parseTableText(formatTable(builtIn.entries(), {}), "dump.txt");
+  ASSERT_TRUE(file.ok()) << file.error;
+  DecisionTable loaded;
+  applyTableFile(file, loaded);
+  ASSERT_EQ(loaded.entries().size(), builtIn.entries().size());
+  int symmetric = 0;
+  for (const Thresholds& e : builtIn.entries()) {
+    const int n = e.nRanks == kBeyondEightRanks ? 9 : e.nRanks;
+    const Thresholds* other = loaded.thresholdsFor(e.cc, e.link, n).entry;
+    ASSERT_NE(other, nullptr);
+    CommFacts f;
+    f.nRanks = n;
+    f.cc = e.cc;
+    f.link = e.link;
+    f.allPairsP2p = true;
+    f.symmetricCapacityBytes = std::max(e.oneShotMaxBytes, e.twoShotMaxBytes);
+    for (uint64_t bytes = 8; bytes <= (256ull << 20); bytes *= 2)
+      for (uint64_t b : {bytes - 1, bytes, bytes + 1}) {
+        const CollRequest request{Collective::AllReduce, ReduceOp::Sum, DataType::Bfloat16, b};
+        const Decision a = decide(request, f, &e, Policy{});
+        const Decision c = decide(request, f, other, Policy{});
+        EXPECT_EQ(a.path, c.path) << e.cc.str() << " " << linkClassName(e.link) << " " << n << " " << b;
+        EXPECT_EQ(a.variant, c.variant) << e.cc.str() << " " << linkClassName(e.link) << " " << n << " " << b;
+        symmetric += a.symmetric();
+      }
+  }
+  EXPECT_GT(symmetric, 0);
 }
 
 TEST(TableFile, MissingFile) {
