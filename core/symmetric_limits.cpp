@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "core/symmetric_limits.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <utility>
 
@@ -24,7 +25,10 @@ uint64_t symmetricBufferBytes(int nRanks, uint64_t oneShotMaxBytes, uint64_t two
   const uint64_t oneShotSlot = roundUp(roundUp(oneShotMaxBytes, kVecBytes), kSlotAlign);
   const uint64_t chunk = twoShotMaxBytes == 0 ? 0 : roundUp((twoShotMaxBytes + n - 1) / n, kVecBytes) + kVecBytes;
   const uint64_t chunkSlot = roundUp(chunk, kSlotAlign);
-  return kRounds * n * oneShotSlot + 2 * kRounds * n * chunkSlot + n * kCheckBytes;
+  // The pull variants' flags: 3 regions x n sources x tiles of 8 bytes, a tile being 512 vectors.
+  const uint64_t tiles = std::max((oneShotMaxBytes + kVecBytes - 1) / kVecBytes, (chunk + kVecBytes - 1) / kVecBytes);
+  const uint64_t flags = roundUp(3 * n * ((tiles + 511) / 512) * 8, kSlotAlign);
+  return kRounds * n * oneShotSlot + 2 * kRounds * n * chunkSlot + flags + n * kCheckBytes;
 }
 
 std::string symmetricLimitProblem(int nRanks, uint64_t oneShotMaxBytes, uint64_t twoShotMaxBytes) {

@@ -13,48 +13,54 @@ namespace {
 
 template <typename Kernel>
 cudaError_t launchWith(Kernel kernel, const LaunchShape& shape, const LaunchOptions& options, cudaStream_t stream,
-                       const DeviceView& view, const void* send, void* recv, size_t count) {
-  void* args[] = {const_cast<DeviceView*>(&view), &send, &recv, &count};
+                       const DeviceView& view, const void* send, void* recv, size_t count, int variant) {
+  void* args[] = {const_cast<DeviceView*>(&view), &send, &recv, &count, &variant};
   return launchKernel(reinterpret_cast<const void*>(kernel), static_cast<unsigned>(shape.blocks),
                       static_cast<unsigned>(shape.threads), options.programmatic, stream, args);
 }
 
 template <typename T, int OP>
-cudaError_t launchTyped(bool twoShot, const DeviceView& view, const void* send, void* recv, size_t count,
+cudaError_t launchTyped(bool twoShot, const DeviceView& view, const void* send, void* recv, size_t count, int variant,
                         const LaunchOptions& options, cudaStream_t stream) {
   const size_t vectors =
       twoShot ? vectorCount(chunkElems(count, sizeof(T), view.nRanks) * sizeof(T)) : vectorCount(count * sizeof(T));
   const LaunchShape shape = launchShape(vectors, options.maxBlocks);
-  if (twoShot) return launchWith(device::twoShotAllReduce<T, OP>, shape, options, stream, view, send, recv, count);
-  return launchWith(device::oneShotAllReduce<T, OP>, shape, options, stream, view, send, recv, count);
+  if (twoShot)
+    return launchWith(device::twoShotAllReduce<T, OP>, shape, options, stream, view, send, recv, count, variant);
+  return launchWith(device::oneShotAllReduce<T, OP>, shape, options, stream, view, send, recv, count, variant);
 }
 
 template <typename T>
 cudaError_t launchForOp(bool twoShot, const DeviceView& view, const void* send, void* recv, size_t count, ReduceOp op,
-                        const LaunchOptions& options, cudaStream_t stream) {
+                        int variant, const LaunchOptions& options, cudaStream_t stream) {
   switch (op) {
     case ReduceOp::Sum:
-      return launchTyped<T, device::kSum>(twoShot, view, send, recv, count, options, stream);
+      return launchTyped<T, device::kSum>(twoShot, view, send, recv, count, variant, options, stream);
     case ReduceOp::Prod:
-      return launchTyped<T, device::kProd>(twoShot, view, send, recv, count, options, stream);
+      return launchTyped<T, device::kProd>(twoShot, view, send, recv, count, variant, options, stream);
     case ReduceOp::Max:
-      return launchTyped<T, device::kMax>(twoShot, view, send, recv, count, options, stream);
+      return launchTyped<T, device::kMax>(twoShot, view, send, recv, count, variant, options, stream);
     case ReduceOp::Min:
-      return launchTyped<T, device::kMin>(twoShot, view, send, recv, count, options, stream);
+      return launchTyped<T, device::kMin>(twoShot, view, send, recv, count, variant, options, stream);
     default:
       return cudaErrorInvalidValue;
   }
 }
 
 cudaError_t launchAllReduce(bool twoShot, const DeviceView& view, const void* send, void* recv, size_t count,
-                            DataType dtype, ReduceOp op, const LaunchOptions& options, cudaStream_t stream) {
+                            DataType dtype, ReduceOp op, SymVariant variant, const LaunchOptions& options,
+                            cudaStream_t stream) {
+  static_assert(static_cast<int>(SymVariant::Push) == device::kPush &&
+                static_cast<int>(SymVariant::Pull) == device::kPull &&
+                static_cast<int>(SymVariant::Staged) == device::kStaged);
+  const int v = static_cast<int>(variant);
   switch (dtype) {
     case DataType::Float32:
-      return launchForOp<float>(twoShot, view, send, recv, count, op, options, stream);
+      return launchForOp<float>(twoShot, view, send, recv, count, op, v, options, stream);
     case DataType::Float16:
-      return launchForOp<__half>(twoShot, view, send, recv, count, op, options, stream);
+      return launchForOp<__half>(twoShot, view, send, recv, count, op, v, options, stream);
     case DataType::Bfloat16:
-      return launchForOp<__nv_bfloat16>(twoShot, view, send, recv, count, op, options, stream);
+      return launchForOp<__nv_bfloat16>(twoShot, view, send, recv, count, op, v, options, stream);
     default:
       return cudaErrorInvalidValue;
   }
@@ -63,13 +69,13 @@ cudaError_t launchAllReduce(bool twoShot, const DeviceView& view, const void* se
 }  // namespace
 
 cudaError_t launchOneShot(const DeviceView& view, const void* send, void* recv, size_t count, DataType dtype,
-                          ReduceOp op, const LaunchOptions& options, cudaStream_t stream) {
-  return launchAllReduce(false, view, send, recv, count, dtype, op, options, stream);
+                          ReduceOp op, SymVariant variant, const LaunchOptions& options, cudaStream_t stream) {
+  return launchAllReduce(false, view, send, recv, count, dtype, op, variant, options, stream);
 }
 
 cudaError_t launchTwoShot(const DeviceView& view, const void* send, void* recv, size_t count, DataType dtype,
-                          ReduceOp op, const LaunchOptions& options, cudaStream_t stream) {
-  return launchAllReduce(true, view, send, recv, count, dtype, op, options, stream);
+                          ReduceOp op, SymVariant variant, const LaunchOptions& options, cudaStream_t stream) {
+  return launchAllReduce(true, view, send, recv, count, dtype, op, variant, options, stream);
 }
 
 }  // namespace symmem::kernels

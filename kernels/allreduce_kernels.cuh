@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// The two symmetric all-reduce kernels, one-shot and two-shot: push kernels with the flag in the
-// data. Included by allreduce_kernels.cu, which instantiates them for every (dtype, op) and
-// launches them. What they are made of, one header each:
+// The two symmetric all-reduce kernels, one-shot and two-shot, each in three variants chosen at run
+// time (a kernel argument, the same on every rank): push and staged with the flag in the data
+// (below), pull with announced tiles (pull_allreduce.cuh). Included by allreduce_kernels.cu, which
+// instantiates them for every (dtype, op) and launches them. What they are made of, one header each:
 //   flag_protocol.cuh    the flag-in-data packet and its atomicity contract
 //   vector_io.cuh        messages as 16-byte vectors, unaligned buffers and tails
 //   reduce_ops.cuh       sum/prod/max/min of bf16/fp16/fp32, reduction in rank order
 //   round_control.cuh    rotating round buffers, re-arming, per-block round records
 //   bounded_wait.cuh     polling peers' data with a deadline and the abort word
 //   programmatic_launch.h  the launch handshake with the previous and next kernel
+//   pull_flags.cuh       the pull variants' tile announcements
 #include <cstddef>
 #include <cstdint>
 
@@ -16,6 +18,7 @@
 #include "kernels/device_view.h"
 #include "kernels/flag_protocol.cuh"
 #include "kernels/programmatic_launch.h"
+#include "kernels/pull_allreduce.cuh"
 #include "kernels/reduce_ops.cuh"
 #include "kernels/round_control.cuh"
 #include "kernels/vector_io.cuh"
@@ -34,11 +37,14 @@ namespace symmem::kernels::device {
 // Size range:   8 B to about 1 MiB (the built-in table's one-shot limit). Each rank sends (n-1) x the
 //               message, against 2(n-1)/n x for two-shot, so the more ranks, the earlier two-shot wins.
 // ==================================================================================================
+// The variant a launch runs (the kernels' argument; core/sym_variant.h's values).
+enum Variant : int { kPush = 0, kPull = 1, kStaged = 2 };
+
+// Push and staged. Staged sends to one peer per step: at step k (1..n-1) peer rank+k, then waits for
+// what peer rank-k sent it, so each rank has one outbound and one inbound stream at a time (per
+// thread: threads move through the steps on their own, no barrier).
 template <typename T, int OP>
-__global__ void __launch_bounds__(kMaxThreads)
-    oneShotAllReduce(const __grid_constant__ DeviceView v, const T* send, T* recv, size_t count) {
-  allowNextLaunch();
-  waitForPreviousKernel();
+__device__ __forceinline__ void oneShotPush(const DeviceView& v, const T* send, T* recv, size_t count, bool staged) {
   constexpr int kPer = kElemsPerVec<T>;
   const size_t nVec = vectorCount(count * sizeof(T));
   const bool inAligned = isVecAligned(send), outAligned = isVecAligned(recv);
@@ -53,20 +59,35 @@ __global__ void __launch_bounds__(kMaxThreads)
   const size_t slotBytes = v.layout.oneShotSlotBytes;
   const size_t myOffset = oneShotSlotOffset(v.layout, buf, v.rank);
 
-  // 1. Push: my input into my slot of round buffer `buf` in every peer's buffer.
-  for (size_t i = first; i < nVec; i += stride) {
-    const uint4 x = i == first ? firstIn : SentinelPacket::seal<T>(loadVector<T>(send, i * kPer, count, inAligned));
+  Deadline d;
+  const char* bufBase = v.local + oneShotSlotOffset(v.layout, buf, 0);
+  if (!staged) {
+    // 1. Push: my input into my slot of round buffer `buf` in every peer's buffer.
+    for (size_t i = first; i < nVec; i += stride) {
+      const uint4 x = i == first ? firstIn : SentinelPacket::seal<T>(loadVector<T>(send, i * kPer, count, inAligned));
 #pragma unroll
-    for (int q = 0; q < kMaxRanks; ++q)
-      if (q < v.nRanks && q != v.rank) packetAt(v.peer[q] + myOffset + i * kVecBytes)->write(x);
+      for (int q = 0; q < kMaxRanks; ++q)
+        if (q < v.nRanks && q != v.rank) packetAt(v.peer[q] + myOffset + i * kVecBytes)->write(x);
+    }
+  } else {
+    // 1. Staged: step k pushes to rank+k, then waits for rank-k's data (kept in the slot for step 3).
+    for (int k = 1; k < v.nRanks && !d.failed; ++k) {
+      const int to = (v.rank + k) % v.nRanks, from = (v.rank + v.nRanks - k) % v.nRanks;
+      for (size_t i = first; i < nVec; i += stride) {
+        const uint4 x = i == first ? firstIn : SentinelPacket::seal<T>(loadVector<T>(send, i * kPer, count, inAligned));
+        packetAt(v.peer[to] + myOffset + i * kVecBytes)->write(x);
+      }
+      for (size_t i = first; i < nVec && !d.failed; i += stride) {
+        uint4 seen[kMaxRanks];
+        receiveFromPeers<T>(v, bufBase + i * kVecBytes, slotBytes, 1u << from, seen, d);
+      }
+    }
   }
 
   // 2. Re-arm the previous round's slots while the peers' data is on its way.
   rearmSlots(v, oneShotSlotOffset(v.layout, rearmBuffer(st.round), 0), slotBytes, st.rearmBytes);
 
   // 3. Wait for every peer's vector, reduce in rank order, write the output.
-  Deadline d;
-  const char* bufBase = v.local + oneShotSlotOffset(v.layout, buf, 0);
   const uint32_t peers = peerMask(v.rank, v.nRanks);
   for (size_t i = first; i < nVec && !d.failed; i += stride) {
     uint4 in[kMaxRanks];
@@ -79,6 +100,17 @@ __global__ void __launch_bounds__(kMaxThreads)
   }
 
   endLaunch(v, ctl, st.round, paddedBytes(count * sizeof(T)));
+}
+
+template <typename T, int OP>
+__global__ void __launch_bounds__(kMaxThreads)
+    oneShotAllReduce(const __grid_constant__ DeviceView v, const T* send, T* recv, size_t count, int variant) {
+  allowNextLaunch();
+  waitForPreviousKernel();
+  if (variant == kPull)
+    oneShotPull<T, OP>(v, send, recv, count);
+  else
+    oneShotPush<T, OP>(v, send, recv, count, variant == kStaged);
 }
 
 // ==================================================================================================
@@ -95,10 +127,7 @@ __global__ void __launch_bounds__(kMaxThreads)
 //               table's two-shot limit is 8 MiB; above, NCCL is faster on 2x H200, docs/kernels.md).
 // ==================================================================================================
 template <typename T, int OP>
-__global__ void __launch_bounds__(kMaxThreads)
-    twoShotAllReduce(const __grid_constant__ DeviceView v, const T* send, T* recv, size_t count) {
-  allowNextLaunch();
-  waitForPreviousKernel();
+__device__ __forceinline__ void twoShotPush(const DeviceView& v, const T* send, T* recv, size_t count, bool staged) {
   BlockControl* ctl = v.control->twoShot;
   const RoundState st = beginLaunch(v, ctl);
   if (st.aborted) return;
@@ -116,16 +145,34 @@ __global__ void __launch_bounds__(kMaxThreads)
   const size_t myBegin = chunkBegin(count, sizeof(T), n, rank);
   const size_t myCount = chunkCount(count, sizeof(T), n, rank);
 
-  // 1. Reduce-scatter push: chunk q of my input into my scatter slot in rank q's buffer.
-  for (size_t i = first; i < maxVec; i += stride) {
+  Deadline d;
+  const uint32_t peers = peerMask(rank, n);
+  const char* scatterBase = v.local + scatterSlotOffset(v.layout, buf, 0);
+  const char* gatherBase = v.local + gatherSlotOffset(v.layout, buf, 0);
+  // One vector of chunk q of my input into my scatter slot in rank q's buffer.
+  auto scatterTo = [&](int q, size_t i) {
+    const size_t qCount = chunkCount(count, sizeof(T), n, q);
+    if (i * kPer >= qCount) return;
+    const T* qChunk = send + chunkBegin(count, sizeof(T), n, q);
+    const uint4 x = SentinelPacket::seal<T>(loadVector<T>(qChunk, i * kPer, qCount, inAligned));
+    packetAt(v.peer[q] + myScatter + i * kVecBytes)->write(x);
+  };
+  if (!staged) {
+    // 1. Reduce-scatter push: chunk q of my input into my scatter slot in rank q's buffer.
+    for (size_t i = first; i < maxVec; i += stride) {
 #pragma unroll
-    for (int q = 0; q < kMaxRanks; ++q) {
-      if (q >= n || q == rank) continue;
-      const size_t qCount = chunkCount(count, sizeof(T), n, q);
-      if (i * kPer >= qCount) continue;
-      const T* qChunk = send + chunkBegin(count, sizeof(T), n, q);
-      const uint4 x = SentinelPacket::seal<T>(loadVector<T>(qChunk, i * kPer, qCount, inAligned));
-      packetAt(v.peer[q] + myScatter + i * kVecBytes)->write(x);
+      for (int q = 0; q < kMaxRanks; ++q)
+        if (q < n && q != rank) scatterTo(q, i);
+    }
+  } else {
+    // 1. Staged: step k sends chunk rank+k to its owner, then waits for rank-k's copy of my chunk.
+    for (int k = 1; k < n && !d.failed; ++k) {
+      const int to = (rank + k) % n, from = (rank + n - k) % n;
+      for (size_t i = first; i < maxVec; i += stride) scatterTo(to, i);
+      for (size_t i = first; i < maxVec && i * kPer < myCount && !d.failed; i += stride) {
+        uint4 seen[kMaxRanks];
+        receiveFromPeers<T>(v, scatterBase + i * kVecBytes, slotBytes, 1u << from, seen, d);
+      }
     }
   }
 
@@ -133,10 +180,6 @@ __global__ void __launch_bounds__(kMaxThreads)
   rearmSlots(v, scatterSlotOffset(v.layout, rb, 0), slotBytes, st.rearmBytes);
   rearmSlots(v, gatherSlotOffset(v.layout, rb, 0), slotBytes, st.rearmBytes);
 
-  Deadline d;
-  const uint32_t peers = peerMask(rank, n);
-  const char* scatterBase = v.local + scatterSlotOffset(v.layout, buf, 0);
-  const char* gatherBase = v.local + gatherSlotOffset(v.layout, buf, 0);
   for (size_t i = first; i < maxVec && !d.failed; i += stride) {
     // 3. My chunk: wait for every peer's copy, reduce in rank order, keep, push to every peer.
     //    The reduced value is sealed, so a -0.0 result (e.g. a product) becomes +0.0 here too and
@@ -147,9 +190,14 @@ __global__ void __launch_bounds__(kMaxThreads)
       if (d.failed) break;
       const uint4 own = SentinelPacket::seal<T>(loadVector<T>(send + myBegin, i * kPer, myCount, inAligned));
       const uint4 r = SentinelPacket::seal<T>(reduceInRankOrder<T, OP>(in, own, rank, n));
+      if (!staged) {
 #pragma unroll
-      for (int q = 0; q < kMaxRanks; ++q)
-        if (q < n && q != rank) packetAt(v.peer[q] + myGather + i * kVecBytes)->write(r);
+        for (int q = 0; q < kMaxRanks; ++q)
+          if (q < n && q != rank) packetAt(v.peer[q] + myGather + i * kVecBytes)->write(r);
+      } else {
+        // Staged: one peer per step (the waits are those of step 4 below, in any order).
+        for (int k = 1; k < n; ++k) packetAt(v.peer[(rank + k) % n] + myGather + i * kVecBytes)->write(r);
+      }
       storeVector<T>(recv + myBegin, i * kPer, myCount, r, outAligned);
     }
     // 4. The other chunks: wait for their owners' reduced vectors and copy them out.
@@ -168,6 +216,17 @@ __global__ void __launch_bounds__(kMaxThreads)
   }
 
   endLaunch(v, ctl, st.round, paddedBytes(chunk * sizeof(T)));
+}
+
+template <typename T, int OP>
+__global__ void __launch_bounds__(kMaxThreads)
+    twoShotAllReduce(const __grid_constant__ DeviceView v, const T* send, T* recv, size_t count, int variant) {
+  allowNextLaunch();
+  waitForPreviousKernel();
+  if (variant == kPull)
+    twoShotPull<T, OP>(v, send, recv, count);
+  else
+    twoShotPush<T, OP>(v, send, recv, count, variant == kStaged);
 }
 
 }  // namespace symmem::kernels::device

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "core/collective.h"
+#include "core/sym_variant.h"
 #include "kernels/device_view.h"
 
 namespace symmem::kernels {
@@ -16,11 +17,11 @@ struct LaunchOptions {
   bool programmatic = true;           // programmatic dependent launch (overlaps the launch with the previous kernel)
 };
 
-// The all-reduce kernels. Unsupported dtype/op: cudaErrorInvalidValue (the caller checks
-// symmetricSupports, core/decision.h, first).
+// The all-reduce kernels, in the variant asked (push, pull, staged: core/sym_variant.h). Unsupported
+// dtype/op: cudaErrorInvalidValue (the caller checks symmetricSupports, core/decision.h, first).
 cudaError_t launchOneShot(const DeviceView& view, const void* send, void* recv, size_t count, DataType dtype,
-                          ReduceOp op, const LaunchOptions& options, cudaStream_t stream);
+                          ReduceOp op, SymVariant variant, const LaunchOptions& options, cudaStream_t stream);
 cudaError_t launchTwoShot(const DeviceView& view, const void* send, void* recv, size_t count, DataType dtype,
-                          ReduceOp op, const LaunchOptions& options, cudaStream_t stream);
+                          ReduceOp op, SymVariant variant, const LaunchOptions& options, cudaStream_t stream);
 
 }  // namespace symmem::kernels

@@ -2,12 +2,14 @@
 #pragma once
 // The arithmetic of the all-reduce: sum, prod, max, min of bf16, fp16 and fp32, on 16-byte vectors.
 //
-// Every rank reduces the n contributions in rank order 0..n-1 in the dtype's own arithmetic: fp32
-// with round-to-nearest adds and multiplies that the compiler may not contract, fp16/bf16 with the
-// packed half instructions on pairs. Results are therefore bit-identical on every rank and equal a
-// sequential reduction in that dtype, which is also what NCCL's half kernels compute per step;
-// reducing halves in fp32 would round differently. Inputs arrive sealed (flag_protocol.cuh), so a
-// -0.0 input counts as +0.0: a sum of only -0.0 gives +0.0, and min/max see +0.0.
+// Every rank reduces the n contributions in rank order 0..n-1. fp32: round-to-nearest adds and
+// multiplies that the compiler may not contract. fp16/bf16 sums and products: accumulated in fp32
+// (each element widened exactly, the same rank order, round-to-nearest fp32 steps) and rounded to the
+// dtype once at the end, which is more accurate than rounding at every step (256 + 1 + 1 + 1 in bf16
+// is 260, where per-step rounding gives 256). fp16/bf16 max and min are exact in any order and use
+// the packed half instructions. One order, one rounding: results are bit-identical on every rank and
+// in every variant. Inputs arrive sealed (flag_protocol.cuh), so a -0.0 input counts as +0.0: a sum of
+// only -0.0 gives +0.0, and min/max see +0.0.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -85,10 +87,55 @@ __device__ __forceinline__ uint4 combineVector(const uint4& a, const uint4& b) {
                     combineWord<T, OP>(a.w, b.w));
 }
 
+// The 16-bit element `bits` of T widened to fp32 (exact), and an fp32 value rounded to T's bits.
+template <typename T>
+__device__ __forceinline__ float widen(uint32_t bits) {
+  if constexpr (std::is_same_v<T, __half>)
+    return __half2float(__ushort_as_half(static_cast<unsigned short>(bits)));
+  else
+    return __uint_as_float(bits << 16);
+}
+template <typename T>
+__device__ __forceinline__ uint32_t narrow(float x) {
+  if constexpr (std::is_same_v<T, __half>)
+    return __half_as_ushort(__float2half_rn(x));
+  else
+    return __bfloat16_as_ushort(__float2bfloat16_rn(x));
+}
+
+// Whether (T, OP) accumulates in fp32: 16-bit sums and products.
+template <typename T, int OP>
+inline constexpr bool kWideAccumulation = sizeof(T) == 2 && (OP == kSum || OP == kProd);
+
+// The 8 elements of a 16-bit vector, widened.
+template <typename T>
+__device__ __forceinline__ void widenVector(const uint4& v, float (&out)[8]) {
+  const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    out[2 * i] = widen<T>(w[i] & 0xffffu);
+    out[2 * i + 1] = widen<T>(w[i] >> 16);
+  }
+}
+
 // in[q] for q != rank, `own` for q == rank, combined in rank order 0..n-1. Every index is a
 // compile-time constant (the rank test is a select), so `in` stays in registers.
 template <typename T, int OP>
 __device__ __forceinline__ uint4 reduceInRankOrder(const uint4 (&in)[kMaxRanks], const uint4& own, int rank, int n) {
+  if constexpr (kWideAccumulation<T, OP>) {
+    float acc[8];
+    widenVector<T>(rank == 0 ? own : in[0], acc);
+#pragma unroll
+    for (int q = 1; q < kMaxRanks; ++q) {
+      if (q >= n) break;
+      float x[8];
+      widenVector<T>(q == rank ? own : in[q], x);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc[e] = applyOp<OP>(acc[e], x[e]);
+    }
+    return make_uint4(narrow<T>(acc[0]) | (narrow<T>(acc[1]) << 16), narrow<T>(acc[2]) | (narrow<T>(acc[3]) << 16),
+                      narrow<T>(acc[4]) | (narrow<T>(acc[5]) << 16), narrow<T>(acc[6]) | (narrow<T>(acc[7]) << 16));
+  }
   uint4 acc = own;
 #pragma unroll
   for (int q = 0; q < kMaxRanks; ++q) {

@@ -46,16 +46,16 @@ void SymmetricCommImpl::abort() {
 }
 
 Status SymmetricCommImpl::allReduce(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op,
-                                    Algorithm algorithm, cudaStream_t stream) {
+                                    KernelChoice kernel, cudaStream_t stream) {
   // The caller says it (one WARN, naming waitedRank()): the interposer, or a tool.
   if (deviceStatus() != Status::Ok) return Status::PeerTimeout;
   const size_t elemBytes = dataTypeSize(dtype);
   if (count == 0 || !symmetricSupports(dtype, op)) return Status::Unsupported;
   const size_t bytes = count * elemBytes;
-  const bool twoShot = algorithm == Algorithm::TwoShot;
+  const bool twoShot = kernel.algorithm == Algorithm::TwoShot;
   if (twoShot ? !twoShotFits(view_.layout, bytes) : !oneShotFits(view_.layout, bytes)) return Status::Unsupported;
 
-  const cudaError_t err = launchInCallOrder(send, recv, count, dtype, op, twoShot, stream);
+  const cudaError_t err = launchInCallOrder(send, recv, count, dtype, op, kernel, stream);
   if (err != cudaSuccess) {
     SYMMEM_WARN("symmetric all-reduce: kernel launch failed on rank %d: %s", config_.rank, cudaGetErrorString(err));
     return Status::CudaError;

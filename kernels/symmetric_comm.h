@@ -14,10 +14,19 @@
 #include <string>
 
 #include "core/collective.h"
+#include "core/sym_variant.h"
 
 namespace symmem::kernels {
 
 enum class Algorithm { OneShot, TwoShot };
+
+// Which kernel a call runs: the algorithm and how it moves its data (core/sym_variant.h). An
+// Algorithm alone means its push variant.
+struct KernelChoice {
+  Algorithm algorithm = Algorithm::OneShot;
+  SymVariant variant = SymVariant::Push;
+  constexpr KernelChoice(Algorithm a, SymVariant v = SymVariant::Push) : algorithm(a), variant(v) {}  // NOLINT
+};
 
 // Collective: every rank calls it with `bytesPerRank` bytes in `send`; on return `recv` holds
 // nRanks * bytesPerRank bytes, rank r's contribution at offset r * bytesPerRank.
@@ -67,7 +76,7 @@ class SymmetricComm {
   virtual void abort() = 0;
 
   // Enqueues the all-reduce on `stream` (graph capture safe: all per-call state lives on the device).
-  virtual Status allReduce(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op, Algorithm algorithm,
+  virtual Status allReduce(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op, KernelChoice kernel,
                            cudaStream_t stream) = 0;
 
   // The first error a kernel recorded (timeout), if any; cleared by nothing: the path stays off. A

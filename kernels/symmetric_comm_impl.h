@@ -26,7 +26,7 @@ class SymmetricCommImpl final : public SymmetricComm {
   // The collective setup (symmetric_setup.cpp). False with `why` set: no rank has a comm.
   bool setup(const AllGatherFn& allGather, std::string* why);
 
-  Status allReduce(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op, Algorithm algorithm,
+  Status allReduce(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op, KernelChoice kernel,
                    cudaStream_t stream) override;
   void abort() override;
   Status deviceStatus() const override;
@@ -50,14 +50,14 @@ class SymmetricCommImpl final : public SymmetricComm {
 
   // The launch in call order (symmetric_order.cpp): after every earlier call of this communicator,
   // eager or captured, whatever its stream; then the serial event records this call.
-  cudaError_t launchInCallOrder(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op, bool twoShot,
-                                cudaStream_t stream);
-  cudaError_t launchKernel(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op, bool twoShot,
+  cudaError_t launchInCallOrder(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op,
+                                KernelChoice kernel, cudaStream_t stream);
+  cudaError_t launchKernel(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op, KernelChoice kernel,
                            cudaStream_t stream);
-  cudaError_t launchEager(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op, bool twoShot,
+  cudaError_t launchEager(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op, KernelChoice kernel,
                           cudaStream_t stream);
-  cudaError_t launchCaptured(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op, bool twoShot,
-                             cudaStream_t stream, unsigned long long captureId, cudaGraph_t graph);
+  cudaError_t launchCaptured(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op,
+                             KernelChoice kernel, cudaStream_t stream, unsigned long long captureId, cudaGraph_t graph);
 
   // One capture sequence's chain of this communicator's calls (symmetric_order.cpp).
   struct CaptureChain {

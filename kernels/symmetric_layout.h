@@ -12,7 +12,14 @@
 //                                                             of this rank's chunk (two-shot phase 1)
 //   [gather]    kRounds x nRanks slots of chunkSlotBytes      slot (round, src) receives rank src's
 //                                                             reduced chunk (two-shot phase 2)
+//   [flags]     3 regions x nRanks x tiles of 8 bytes         pull variants: flag (region, src, tile) is
+//                                                             set by rank src once its tile is published
 //   [check]     nRanks x kCheckBytes                          setup-time P2P pattern, one area per writer
+//
+// The pull variants use the slot regions differently: rank r publishes in its OWN buffer, in the slot
+// (round, r) of the one-shot region its input, in the scatter slots (round, q) its copy of chunk q
+// (for rank q to read), in the gather slot (round, r) its reduced chunk; peers read them over P2P
+// once the tile's flag (a round number, so it only grows) has reached their round.
 //
 // Every slot starts at a multiple of kSlotAlign; every slot holds whole 16-byte vectors.
 #include <cstddef>
@@ -71,6 +78,11 @@ SYMMEM_HD constexpr uint32_t checkPatternWord(int writer, int reader, uint32_t i
   return x == kArmedWord ? 1u : x;
 }
 
+// Pull flags: one 8-byte round number per (region, source rank, tile). A tile is one block's worth
+// of vectors in one step of the grid-stride walk: launchShape's thread count, at most kMaxThreads.
+inline constexpr size_t kFlagBytes = 8;
+enum PullRegion : int { kPullOneShot = 0, kPullScatter = 1, kPullGather = 2, kPullRegions = 3 };
+
 struct SymmetricLayout {
   int nRanks = 0;
   size_t oneShotMaxBytes = 0;  // largest message the one-shot takes (0: off)
@@ -80,6 +92,8 @@ struct SymmetricLayout {
   size_t oneShotOffset = 0;
   size_t scatterOffset = 0;
   size_t gatherOffset = 0;
+  size_t flagOffset = 0;
+  size_t tilesPerRegion = 0;  // room for this many tiles per (region, source)
   size_t checkOffset = 0;
   size_t totalBytes = 0;
 };
@@ -88,6 +102,14 @@ struct SymmetricLayout {
 // vector, plus one vector for the alignment of chunk boundaries (chunkElems below).
 SYMMEM_HD constexpr size_t maxChunkBytes(size_t maxBytes, int nRanks) {
   return maxBytes == 0 ? 0 : roundUp(divUp(maxBytes, static_cast<size_t>(nRanks)), kVecBytes) + kVecBytes;
+}
+
+// The most tiles a message of either algorithm has: a tile is at most kMaxThreads vectors (defined
+// with the launch shape below), of the message (one-shot) or of one chunk (two-shot).
+SYMMEM_HD constexpr size_t maxTiles(size_t oneShotMaxBytes, size_t twoShotMaxBytes, int nRanks) {
+  const size_t one = divUp(vectorCount(oneShotMaxBytes), 512);
+  const size_t two = divUp(vectorCount(maxChunkBytes(twoShotMaxBytes, nRanks)), 512);
+  return one > two ? one : two;
 }
 
 SYMMEM_HD constexpr SymmetricLayout makeLayout(int nRanks, size_t oneShotMaxBytes, size_t twoShotMaxBytes) {
@@ -101,7 +123,9 @@ SYMMEM_HD constexpr SymmetricLayout makeLayout(int nRanks, size_t oneShotMaxByte
   l.oneShotOffset = 0;
   l.scatterOffset = l.oneShotOffset + kRounds * n * l.oneShotSlotBytes;
   l.gatherOffset = l.scatterOffset + kRounds * n * l.chunkSlotBytes;
-  l.checkOffset = l.gatherOffset + kRounds * n * l.chunkSlotBytes;
+  l.flagOffset = l.gatherOffset + kRounds * n * l.chunkSlotBytes;
+  l.tilesPerRegion = maxTiles(oneShotMaxBytes, twoShotMaxBytes, nRanks);
+  l.checkOffset = l.flagOffset + roundUp(kPullRegions * n * l.tilesPerRegion * kFlagBytes, kSlotAlign);
   l.totalBytes = l.checkOffset + n * kCheckBytes;
   return l;
 }
@@ -115,6 +139,10 @@ SYMMEM_HD constexpr size_t scatterSlotOffset(const SymmetricLayout& l, int buffe
 SYMMEM_HD constexpr size_t gatherSlotOffset(const SymmetricLayout& l, int buffer, int srcRank) {
   return l.gatherOffset + (static_cast<size_t>(buffer) * l.nRanks + srcRank) * l.chunkSlotBytes;
 }
+SYMMEM_HD constexpr size_t pullFlagOffset(const SymmetricLayout& l, int region, int srcRank, size_t tile) {
+  return l.flagOffset + ((static_cast<size_t>(region) * l.nRanks + srcRank) * l.tilesPerRegion + tile) * kFlagBytes;
+}
+SYMMEM_HD constexpr size_t pullFlagBytes(const SymmetricLayout& l) { return l.checkOffset - l.flagOffset; }
 SYMMEM_HD constexpr size_t checkAreaOffset(const SymmetricLayout& l, int writerRank) {
   return l.checkOffset + static_cast<size_t>(writerRank) * kCheckBytes;
 }
@@ -148,7 +176,7 @@ SYMMEM_HD constexpr bool twoShotFits(const SymmetricLayout& l, size_t bytes) {
 // One thread per 16-byte vector of a slot (one-shot) or of a chunk (two-shot), up to
 // kVecsPerThread vectors per thread once the grid is at its cap. Small messages get one block:
 // a launch of one block is the cheapest, and one block can keep up to kMaxThreads vectors in flight.
-inline constexpr int kMaxThreads = 512;
+inline constexpr int kMaxThreads = 512;  // also the tile size of maxTiles() above
 inline constexpr int kMinThreads = 32;
 inline constexpr int kMaxGrid = 128;  // hard cap on blocks per launch (DeviceControl size)
 inline constexpr int kDefaultMaxBlocks = 128;

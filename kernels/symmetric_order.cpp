@@ -25,13 +25,14 @@ constexpr size_t kMaxChains = 16;  // captures of one communicator in progress a
 }
 
 cudaError_t SymmetricCommImpl::launchKernel(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op,
-                                            bool twoShot, cudaStream_t stream) {
-  return twoShot ? launchTwoShot(view_, send, recv, count, dtype, op, launch_, stream)
-                 : launchOneShot(view_, send, recv, count, dtype, op, launch_, stream);
+                                            KernelChoice kernel, cudaStream_t stream) {
+  return kernel.algorithm == Algorithm::TwoShot
+             ? launchTwoShot(view_, send, recv, count, dtype, op, kernel.variant, launch_, stream)
+             : launchOneShot(view_, send, recv, count, dtype, op, kernel.variant, launch_, stream);
 }
 
 cudaError_t SymmetricCommImpl::launchInCallOrder(const void* send, void* recv, size_t count, DataType dtype,
-                                                 ReduceOp op, bool twoShot, cudaStream_t stream) {
+                                                 ReduceOp op, KernelChoice kernel, cudaStream_t stream) {
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   unsigned long long captureId = 0;
   cudaGraph_t graph = nullptr;
@@ -40,16 +41,16 @@ cudaError_t SymmetricCommImpl::launchInCallOrder(const void* send, void* recv, s
   if (capture == cudaStreamCaptureStatusInvalidated) return cudaErrorStreamCaptureInvalidated;
   const ScopedDevice onDevice(config_.device, ScopedDevice::Switch::WhenOther);
   const std::lock_guard<std::mutex> lock(orderMutex_);
-  if (capture == cudaStreamCaptureStatusNone) return launchEager(send, recv, count, dtype, op, twoShot, stream);
-  return launchCaptured(send, recv, count, dtype, op, twoShot, stream, captureId, graph);
+  if (capture == cudaStreamCaptureStatusNone) return launchEager(send, recv, count, dtype, op, kernel, stream);
+  return launchCaptured(send, recv, count, dtype, op, kernel, stream, captureId, graph);
 }
 
 cudaError_t SymmetricCommImpl::launchEager(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op,
-                                           bool twoShot, cudaStream_t stream) {
+                                           KernelChoice kernel, cudaStream_t stream) {
   cudaError_t err = cudaSuccess;
   if (config_.orderStreams && (everCaptured_ || (haveLast_ && stream != lastStream_)))
     err = cudaStreamWaitEvent(stream, serial_, 0);
-  if (err == cudaSuccess) err = launchKernel(send, recv, count, dtype, op, twoShot, stream);
+  if (err == cudaSuccess) err = launchKernel(send, recv, count, dtype, op, kernel, stream);
   if (err != cudaSuccess) return err;
   // The call is launched whatever happens here. Without the record, the next call on another stream
   // is ordered only by the application, and teardown waits for the last call that recorded.
@@ -72,9 +73,9 @@ SymmetricCommImpl::CaptureChain& SymmetricCommImpl::chainFor(unsigned long long 
 }
 
 cudaError_t SymmetricCommImpl::launchCaptured(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op,
-                                              bool twoShot, cudaStream_t stream, unsigned long long captureId,
+                                              KernelChoice kernel, cudaStream_t stream, unsigned long long captureId,
                                               cudaGraph_t graph) {
-  if (!config_.orderStreams) return launchKernel(send, recv, count, dtype, op, twoShot, stream);
+  if (!config_.orderStreams) return launchKernel(send, recv, count, dtype, op, kernel, stream);
   everCaptured_ = true;
   CaptureChain& chain = chainFor(captureId);
   cudaError_t err = cudaSuccess;
@@ -85,7 +86,7 @@ cudaError_t SymmetricCommImpl::launchCaptured(const void* send, void* recv, size
     // A parallel branch of the same capture: after the previous call's kernel.
     err = cudaStreamUpdateCaptureDependencies(stream, &chain.lastKernel, nullptr, 1, cudaStreamAddCaptureDependencies);
   }
-  if (err == cudaSuccess) err = launchKernel(send, recv, count, dtype, op, twoShot, stream);
+  if (err == cudaSuccess) err = launchKernel(send, recv, count, dtype, op, kernel, stream);
   if (err != cudaSuccess) return err;
 
   // The kernel just captured is the stream's one dependency now; the record node follows it (and the
@@ -96,12 +97,12 @@ cudaError_t SymmetricCommImpl::launchCaptured(const void* send, void* recv, size
   size_t numDeps = 0;
   err = cudaStreamGetCaptureInfo(stream, &status, nullptr, nullptr, &deps, &edges, &numDeps);
   if (err != cudaSuccess || numDeps != 1) return err != cudaSuccess ? err : cudaErrorStreamCaptureUnsupported;
-  const cudaGraphNode_t kernel = deps[0];
-  cudaGraphNode_t after[2] = {kernel, chain.lastRecord};
+  const cudaGraphNode_t kernelNode = deps[0];
+  cudaGraphNode_t after[2] = {kernelNode, chain.lastRecord};
   cudaGraphNode_t record = nullptr;
   err = cudaGraphAddEventRecordNode(&record, graph, after, chain.lastRecord ? 2 : 1, serial_);
   if (err != cudaSuccess) return err;
-  chain.lastKernel = kernel;
+  chain.lastKernel = kernelNode;
   chain.lastRecord = record;
   chain.lastStream = stream;
   return cudaSuccess;

@@ -351,9 +351,12 @@ std::string SymmetricCommImpl::checkPeerPatterns(cudaStream_t stream, uint32_t n
   return failure + " through their mapping did not arrive in rank " + std::to_string(rank) + "'s buffer";
 }
 
-// Step 3: the whole buffer armed, complete when this returns.
+// Step 3: the whole buffer armed and the pull flags at 0 (no round announced), complete when this
+// returns.
 std::string SymmetricCommImpl::armBuffer(cudaStream_t stream) {
   cudaError_t err = launchArm(localBuffer_, view_.layout.totalBytes, stream);
+  if (err == cudaSuccess && pullFlagBytes(view_.layout) > 0)
+    err = cudaMemsetAsync(localBuffer_ + view_.layout.flagOffset, 0, pullFlagBytes(view_.layout), stream);
   if (err == cudaSuccess) err = cudaStreamSynchronize(stream);
   return err == cudaSuccess ? std::string() : cudaText("arming the symmetric buffer", err);
 }

@@ -143,8 +143,9 @@ ncclResult_t Interposer::allReduce(const void* sendbuff, void* recvbuff, size_t 
   const Decision d = decide(request, state->facts, state->entry, policy);
   if (!d.symmetric()) return forward(sendbuff, recvbuff, count, datatype, op, comm, stream);
 
-  const auto algorithm = d.path == Path::SymOneShot ? kernels::Algorithm::OneShot : kernels::Algorithm::TwoShot;
-  const kernels::Status status = state->symmetric->allReduce(sendbuff, recvbuff, count, dtype, rop, algorithm, stream);
+  const kernels::KernelChoice kernel(
+      d.path == Path::SymOneShot ? kernels::Algorithm::OneShot : kernels::Algorithm::TwoShot, d.variant);
+  const kernels::Status status = state->symmetric->allReduce(sendbuff, recvbuff, count, dtype, rop, kernel, stream);
   switch (status) {
     case kernels::Status::Ok:
       SYMMEM_TRACE(kLogColl, "allreduce %zu x %s on comm %p: %s", count, std::string(dataTypeName(dtype)).c_str(),

@@ -191,6 +191,7 @@ std::vector<size_t> countsFor(size_t elemBytes, size_t maxBytes, size_t limitByt
 }
 
 struct SweepOptions {
+  std::vector<SymVariant> variants = {SymVariant::Push};
   std::vector<int> ops = {0, 1, 2, 3};
   size_t oneShotLimit = kOneShotMax;  // largest size tried
   size_t twoShotLimit = kTwoShotMax;
@@ -210,8 +211,9 @@ struct SweepOptions {
 // One case: fills this rank's input, runs the all-reduce, compares with the reference.
 template <typename T>
 int runCase(SymmetricComm& comm, const RankSetup& s, cudaStream_t stream, char* sendBase, char* recvBase, size_t count,
-            int op, Algorithm algo, bool inPlace, size_t offsetElems, uint32_t seed, RankFailures& f, char* pinned,
+            int op, KernelChoice kernel, bool inPlace, size_t offsetElems, uint32_t seed, RankFailures& f, char* pinned,
             uint64_t* hash) {
+  const Algorithm algo = kernel.algorithm;
   T* send = reinterpret_cast<T*>(sendBase) + offsetElems;
   T* recv = inPlace ? send : reinterpret_cast<T*>(recvBase) + offsetElems;
   T* host = reinterpret_cast<T*>(pinned);
@@ -219,9 +221,11 @@ int runCase(SymmetricComm& comm, const RankSetup& s, cudaStream_t stream, char* 
   CUDA_OK(f, cudaMemcpyAsync(send, host, count * sizeof(T), cudaMemcpyHostToDevice, stream));
   if (!inPlace) CUDA_OK(f, cudaMemsetAsync(recv, 0xff, count * sizeof(T), stream));
   const Status st =
-      comm.allReduce(send, recv, count, dtypeOf(static_cast<T*>(nullptr)), static_cast<ReduceOp>(op), algo, stream);
+      comm.allReduce(send, recv, count, dtypeOf(static_cast<T*>(nullptr)), static_cast<ReduceOp>(op), kernel, stream);
   const bool twoShot = algo == Algorithm::TwoShot;
-  const char* name = twoShot ? "two-shot" : "one-shot";
+  const std::string label =
+      std::string(twoShot ? "two-shot " : "one-shot ") + std::string(symVariantName(kernel.variant));
+  const char* name = label.c_str();
   if (st != Status::Ok) {
     f.fail("%s %s count=%zu: allReduce returned %s", name, opName(op), count, statusName(st));
     return f.count;
@@ -264,10 +268,10 @@ int correctnessSweep(const RankSetup& s, const SweepOptions& options, RankFailur
   }
   uint64_t hash = 1469598103934665603ull;
   uint32_t seed = 1;
-  for (int algoIndex = 0; algoIndex < 2; ++algoIndex) {
-    const Algorithm algo = algoIndex == 0 ? Algorithm::OneShot : Algorithm::TwoShot;
-    const size_t maxBytes = algoIndex == 0 ? s.oneShotMax : s.twoShotMax;
-    const size_t limit = algoIndex == 0 ? o.oneShotLimit : o.twoShotLimit;
+  for (int algoIndex = 0; algoIndex < 2 * static_cast<int>(o.variants.size()); ++algoIndex) {
+    const KernelChoice algo(algoIndex % 2 == 0 ? Algorithm::OneShot : Algorithm::TwoShot, o.variants[algoIndex / 2]);
+    const size_t maxBytes = algoIndex % 2 == 0 ? s.oneShotMax : s.twoShotMax;
+    const size_t limit = algoIndex % 2 == 0 ? o.oneShotLimit : o.twoShotLimit;
     for (int t = 0; t < 3; ++t) {
       if (!o.allTypes && t == 1) continue;
       const size_t elem = t == 0 ? 4 : 2;
@@ -339,7 +343,7 @@ __global__ void checkOutputs(const T* out, size_t count, int nRanks, int op, boo
 __global__ void advanceIteration(uint32_t* iteration) { *iteration += 1; }
 
 template <typename T>
-int graphReplay(SymmetricComm& comm, const RankSetup& s, size_t count, int op, Algorithm algo, bool inPlace,
+int graphReplay(SymmetricComm& comm, const RankSetup& s, size_t count, int op, KernelChoice kernel, bool inPlace,
                 int replays, RankFailures& f) {
   cudaStream_t stream;
   CUDA_OK(f, cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -355,13 +359,15 @@ int graphReplay(SymmetricComm& comm, const RankSetup& s, size_t count, int op, A
   CUDA_OK(f, cudaStreamSynchronize(stream));
   T* out = inPlace ? send : recv;
   const int blocks = static_cast<int>(std::min<size_t>(64, (count + 255) / 256));
-  const bool twoShot = algo == Algorithm::TwoShot;
+  const bool twoShot = kernel.algorithm == Algorithm::TwoShot;
+  const std::string label =
+      std::string(twoShot ? "two-shot " : "one-shot ") + std::string(symVariantName(kernel.variant));
 
   cudaGraph_t graph;
   CUDA_OK(f, cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
   writeInputs<T><<<blocks, 256, 0, stream>>>(send, count, s.rank, op, iteration);
   const Status st =
-      comm.allReduce(send, out, count, dtypeOf(static_cast<T*>(nullptr)), static_cast<ReduceOp>(op), algo, stream);
+      comm.allReduce(send, out, count, dtypeOf(static_cast<T*>(nullptr)), static_cast<ReduceOp>(op), kernel, stream);
   checkOutputs<T><<<blocks, 256, 0, stream>>>(out, count, s.nRanks, op, twoShot, iteration, errors);
   advanceIteration<<<1, 1, 0, stream>>>(iteration);
   CUDA_OK(f, cudaStreamEndCapture(stream, &graph));
@@ -376,14 +382,13 @@ int graphReplay(SymmetricComm& comm, const RankSetup& s, size_t count, int op, A
   uint32_t iters = 0;
   CUDA_OK(f, cudaMemcpy(&errs, errors, sizeof(errs), cudaMemcpyDeviceToHost));
   CUDA_OK(f, cudaMemcpy(&iters, iteration, sizeof(iters), cudaMemcpyDeviceToHost));
-  RANK_CHECK(f, errs == 0, "graph %s %zu-byte %s count=%zu %s: %llu wrong elements over %d replays",
-             twoShot ? "two-shot" : "one-shot", sizeof(T), opName(op), count, inPlace ? "in-place" : "out-of-place",
-             errs, replays);
+  RANK_CHECK(f, errs == 0, "graph %s %zu-byte %s count=%zu %s: %llu wrong elements over %d replays", label.c_str(),
+             sizeof(T), opName(op), count, inPlace ? "in-place" : "out-of-place", errs, replays);
   RANK_CHECK(f, iters == static_cast<uint32_t>(replays), "graph ran %u iterations, expected %d", iters, replays);
   RANK_CHECK(f, comm.deviceStatus() == Status::Ok, "deviceStatus %s", statusName(comm.deviceStatus()));
   if (s.rank == 0)
     std::fprintf(stderr, "[rank 0] graph %s %zu-byte %s count=%zu: %d replays in %.1f ms (%.2f us each)\n",
-                 twoShot ? "two-shot" : "one-shot", sizeof(T), opName(op), count, replays, us / 1000, us / replays);
+                 label.c_str(), sizeof(T), opName(op), count, replays, us / 1000, us / replays);
   s.shm->barrier(s.rank);
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
@@ -410,6 +415,11 @@ int graphSuite(const RankSetup& s, int replays, RankFailures& f) {
   graphReplay<__nv_bfloat16>(*comm, s, 512 << 10, 0, Algorithm::OneShot, false, replays, f);  // 1 MiB
   graphReplay<__half>(*comm, s, 512 << 10, 0, Algorithm::TwoShot, true, replays, f);          // 1 MiB
   graphReplay<__nv_bfloat16>(*comm, s, 65537, 1, Algorithm::TwoShot, false, replays, f);      // odd, prod
+  // The other variants, one-shot and two-shot, mixed in one communicator.
+  for (SymVariant variant : {SymVariant::Pull, SymVariant::Staged}) {
+    graphReplay<__nv_bfloat16>(*comm, s, 4097, 0, {Algorithm::OneShot, variant}, true, replays, f);
+    graphReplay<float>(*comm, s, 65537, 3, {Algorithm::TwoShot, variant}, false, replays, f);
+  }
   s.shm->barrier(s.rank);
   return f.count;
 }
@@ -635,6 +645,120 @@ TEST(KernelsGpu, SetupFailureOnOneRankFailsAll) {
     });
     EXPECT_EQ(report, "") << "variant " << variant;
   }
+}
+
+// Every variant (push, pull, staged), one-shot and two-shot, at 2, 3, 4 and 8 ranks, several ranks per
+// GPU where there are fewer GPUs: the correctness sweep (dtypes, ops, odd sizes, unaligned, in and out
+// of place), bit-exact and identical on every rank.
+TEST(KernelsGpu, EveryVariantAtTwoToEightRanks) {
+  SKIP_WITHOUT_GPUS(1);
+  for (int n : {2, 3, 4, 8}) {
+    const std::string report = testing::runForked(1, 300, [&](int) {
+      ShmAllGather shm(n, 4096);
+      std::vector<int> failures(n, 0);
+      std::vector<std::thread> threads;
+      for (int r = 0; r < n; ++r) {
+        threads.emplace_back([&, r] {
+          RankFailures f{r};
+          RankSetup s;
+          s.rank = r;
+          s.nRanks = n;
+          s.device = r % gpusPresent();
+          s.shm = &shm;
+          s.maxBlocks = 4;
+          s.oneShotMax = 64 << 10;
+          s.twoShotMax = 256 << 10;
+          SweepOptions o;
+          o.variants = {SymVariant::Push, SymVariant::Pull, SymVariant::Staged};
+          o.ops = n <= 4 ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{0, 2};
+          o.allTypes = n != 8;
+          correctnessSweep(s, o, f);
+          failures[r] = f.count;
+        });
+      }
+      for (auto& t : threads) t.join();
+      int total = 0;
+      for (int x : failures) total += x;
+      return total;
+    });
+    EXPECT_EQ(report, "") << n << " ranks";
+  }
+}
+
+// 16-bit sums accumulate in fp32 and round once: 256 + 1 + 1 + 1 is 260 in bf16 (per-step rounding
+// gives 256), 2048 + 1 + 1 + 1 is 2052 in fp16 (per step: 2048), in every variant and algorithm, on
+// every rank.
+TEST(KernelsGpu, HalfSumsAccumulateInFp32) {
+  SKIP_WITHOUT_GPUS(1);
+  constexpr int n = 4;
+  const std::string report = testing::runForked(1, 120, [&](int) {
+    ShmAllGather shm(n, 4096);
+    std::vector<int> failures(n, 0);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < n; ++r) {
+      threads.emplace_back([&, r] {
+        RankFailures f{r};
+        cudaSetDevice(r % gpusPresent());
+        RankSetup s;
+        s.rank = r;
+        s.nRanks = n;
+        s.device = r % gpusPresent();
+        s.shm = &shm;
+        s.maxBlocks = 4;
+        s.oneShotMax = 64 << 10;
+        s.twoShotMax = 256 << 10;
+        std::string why;
+        auto comm = makeComm(s, &why);
+        if (!comm) {
+          f.fail("create failed: %s", why.c_str());
+          failures[r] = f.count;
+          return;
+        }
+        cudaStream_t stream;
+        cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+        constexpr size_t kCount = 1000;
+        void* buf = nullptr;
+        cudaMalloc(&buf, kCount * 2);
+        std::vector<uint16_t> host(kCount);
+        for (SymVariant variant : {SymVariant::Push, SymVariant::Pull, SymVariant::Staged}) {
+          for (Algorithm algo : {Algorithm::OneShot, Algorithm::TwoShot}) {
+            for (int half = 0; half < 2; ++half) {
+              const float big = half ? 2048.0f : 256.0f;
+              const float mine = r == 0 ? big : 1.0f;
+              const auto bits =
+                  static_cast<uint16_t>(half ? bitsOf(__float2half_rn(mine)) : bitsOf(__float2bfloat16_rn(mine)));
+              std::fill(host.begin(), host.end(), bits);
+              cudaMemcpy(buf, host.data(), kCount * 2, cudaMemcpyHostToDevice);
+              shm.barrier(r);
+              const Status st = comm->allReduce(buf, buf, kCount, half ? DataType::Float16 : DataType::Bfloat16,
+                                                ReduceOp::Sum, {algo, variant}, stream);
+              RANK_CHECK(f, st == Status::Ok, "allReduce returned %s", statusName(st));
+              cudaStreamSynchronize(stream);
+              cudaMemcpy(host.data(), buf, kCount * 2, cudaMemcpyDeviceToHost);
+              const float want = big + 4.0f;  // the fp32 sum (big + 3) rounded once, to even
+              const auto wantBits =
+                  static_cast<uint16_t>(half ? bitsOf(__float2half_rn(want)) : bitsOf(__float2bfloat16_rn(want)));
+              int wrong = 0;
+              for (uint16_t b : host) wrong += b != wantBits;
+              RANK_CHECK(f, wrong == 0, "%s %s %s: %d of %zu elements differ from %g (first 0x%04x, want 0x%04x)",
+                         half ? "fp16" : "bf16", algo == Algorithm::OneShot ? "one-shot" : "two-shot",
+                         std::string(symVariantName(variant)).c_str(), wrong, kCount, want, host[0], wantBits);
+            }
+          }
+        }
+        shm.barrier(r);
+        comm.reset();
+        cudaFree(buf);
+        cudaStreamDestroy(stream);
+        failures[r] = f.count;
+      });
+    }
+    for (auto& t : threads) t.join();
+    int total = 0;
+    for (int x : failures) total += x;
+    return total;
+  });
+  EXPECT_EQ(report, "");
 }
 
 // Create and destroy repeatedly: IPC handles closed, buffers freed, nothing left behind.

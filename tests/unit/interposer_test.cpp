@@ -78,13 +78,15 @@ class FakeSymmetric : public kernels::SymmetricComm {
  public:
   static inline int calls = 0;
   static inline kernels::Algorithm lastAlgorithm = kernels::Algorithm::OneShot;
+  static inline SymVariant lastVariant = SymVariant::Push;
   static inline kernels::Status answer = kernels::Status::Ok;
   static inline int destroyed = 0;
   ~FakeSymmetric() override { ++destroyed; }
-  kernels::Status allReduce(const void*, void*, size_t, DataType, ReduceOp, kernels::Algorithm a,
+  kernels::Status allReduce(const void*, void*, size_t, DataType, ReduceOp, kernels::KernelChoice k,
                             cudaStream_t) override {
     ++calls;
-    lastAlgorithm = a;
+    lastAlgorithm = k.algorithm;
+    lastVariant = k.variant;
     return answer;
   }
   void abort() override { ++aborted; }
