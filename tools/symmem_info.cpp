@@ -214,6 +214,17 @@ uint64_t printBuffer(const Thresholds& entry, int nRanks) {
   return largest;
 }
 
+// "oneshot pull <=16KiB, twoshot pull <=128KiB": the entry's symmetric bands in order, or "none".
+std::string symBandsText(const Thresholds& entry) {
+  std::string text;
+  for (int i = 0; i < entry.numSymBands; ++i) {
+    const SymBand& b = entry.symBands[i];
+    text += (i ? ", " : "") + std::string(symAlgoName(b.algo)) + " " + std::string(symVariantName(b.variant)) +
+            " <=" + formatBytes(b.maxBytes);
+  }
+  return text.empty() ? "none" : text;
+}
+
 void printDecisions(const DecisionTable& table, const CommFacts& baseFacts, const Policy& policy, DataType dtype,
                     ReduceOp op, const char* ccSource) {
   const TableLookup found = lookupWithFallbackWarning(table, baseFacts.cc, baseFacts.link, baseFacts.nRanks);
@@ -225,6 +236,7 @@ void printDecisions(const DecisionTable& table, const CommFacts& baseFacts, cons
            found.entry->nRanks == kBeyondEightRanks ? "9+" : std::to_string(found.entry->nRanks).c_str(),
            limit(found.entry->oneShotMaxBytes).c_str(), limit(found.entry->twoShotMaxBytes).c_str(),
            found.entry->numBands, found.exact ? "" : "  (nearest lower capability: unlisted GPU)", found.entry->source);
+    printf("  symmetric bands: %s\n", symBandsText(*found.entry).c_str());
     // The interposer sizes its buffers for the largest message the table sends to the symmetric path.
     if (facts.nRanks <= kSymmetricMaxRanks) facts.symmetricCapacityBytes = printBuffer(*found.entry, facts.nRanks);
   } else {
@@ -233,16 +245,17 @@ void printDecisions(const DecisionTable& table, const CommFacts& baseFacts, cons
   printf("\nall-reduce %s %s, %d ranks, cc %s%s, link %s, P2P %s:\n", std::string(dataTypeName(dtype)).c_str(),
          std::string(reduceOpName(op)).c_str(), facts.nRanks, facts.cc.known() ? facts.cc.str().c_str() : "unknown",
          ccSource, std::string(linkClassName(facts.link)).c_str(), facts.allPairsP2p ? "yes" : "no");
-  printf("  %10s  %-20s  %s\n", "bytes", "path", "why");
+  printf("  %10s  %-26s  %s\n", "bytes", "path", "why");
   for (uint64_t bytes = 8; bytes <= (256ull << 20); bytes *= 2) {
     const CollRequest request{Collective::AllReduce, op, dtype, bytes};
     const Decision d = decide(request, facts, found.entry, policy);
     std::string path(pathName(d.path));
+    if (d.symmetric()) path += " " + std::string(symVariantName(d.variant));
     if (d.path == Path::NcclTuned) {
       path += " " + std::string(ncclAlgoName(d.algo)) + "/" + std::string(ncclProtoName(d.proto));
       if (d.nChannels) path += " ch" + std::to_string(d.nChannels);
     }
-    printf("  %10s  %-20s  %s\n", formatBytes(bytes).c_str(), path.c_str(), std::string(reasonText(d.reason)).c_str());
+    printf("  %10s  %-26s  %s\n", formatBytes(bytes).c_str(), path.c_str(), std::string(reasonText(d.reason)).c_str());
   }
 }
 

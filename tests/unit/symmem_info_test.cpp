@@ -7,6 +7,8 @@
 #include <string>
 
 #include "core/settings.h"
+#include "core/symmetric_limits.h"
+#include "core/table_file.h"
 #include "tests/unit/temp_file.h"
 
 namespace symmem {
@@ -47,9 +49,18 @@ TEST(SymmemInfo, DefaultShowsVersionSettingsAndDecisions) {
 TEST(SymmemInfo, Capability120Pcie) {
   ToolRun r = run("--cc 12.0 --link pcie-sys --ranks 8");
   ASSERT_EQ(r.exitCode, 0) << r.out;
-  EXPECT_TRUE(has(r, "table entry: cc=12.0 link=pcie-sys ranks=8 oneshot<=32KiB twoshot off")) << r.out;
-  EXPECT_TRUE(has(r, "     32KiB  symmetric one-shot"));
-  EXPECT_TRUE(has(r, "     64KiB  NCCL "));
+  EXPECT_TRUE(has(r, "table entry: cc=12.0 link=pcie-sys ranks=8 oneshot<=16KiB twoshot<=128KiB")) << r.out;
+  EXPECT_TRUE(has(r, "  symmetric bands: oneshot pull <=16KiB, twoshot pull <=128KiB\n")) << r.out;
+  EXPECT_TRUE(has(r, "     16KiB  symmetric one-shot pull     within a one-shot band"));
+  EXPECT_TRUE(has(r, "     32KiB  symmetric two-shot pull     within a two-shot band"));
+  EXPECT_TRUE(has(r, "    128KiB  symmetric two-shot pull"));
+  EXPECT_TRUE(has(r, "    256KiB  NCCL "));
+  ToolRun two = run("--cc 12.0 --link pcie-switch --ranks 2");
+  ASSERT_EQ(two.exitCode, 0) << two.out;
+  EXPECT_TRUE(has(two, "  symmetric bands: oneshot push <=128KiB, twoshot push <=1MiB\n")) << two.out;
+  EXPECT_TRUE(has(two, "      1MiB  symmetric two-shot push")) << two.out;
+  ToolRun eight = run("--cc 12.0 --link pcie-switch --ranks 8");
+  EXPECT_TRUE(has(eight, "    256KiB  symmetric two-shot staged")) << eight.out;
 }
 
 TEST(SymmemInfo, Capability90NvLink) {
@@ -101,8 +112,9 @@ TEST(SymmemInfo, MoreThanEightRanksStayOnNccl) {
 TEST(SymmemInfo, ShowsTheBufferMemoryOfTheEntry) {
   ToolRun r = run("--cc 12.0 --link pcie-sys --ranks 8");
   ASSERT_EQ(r.exitCode, 0) << r.out;
-  // 3 rounds x 8 slots of 32 KiB, plus 8 check areas of 4 KiB.
-  EXPECT_TRUE(has(r, "symmetric buffer: 800.0KiB per GPU (cap 2GiB)")) << r.out;
+  // The entry's limits (16 KiB one-shot, 128 KiB two-shot), by the rule the setup applies.
+  const std::string buffer = approximateBytes(symmetricBufferBytes(8, 16 << 10, 128 << 10));
+  EXPECT_TRUE(has(r, "symmetric buffer: " + buffer + " per GPU (cap 2GiB)")) << r.out;
 }
 
 TEST(SymmemInfo, TableBeyondTheKernelsIsRefusedWithAWarning) {
@@ -111,7 +123,45 @@ TEST(SymmemInfo, TableBeyondTheKernelsIsRefusedWithAWarning) {
   ToolRun r = run("--cc 12.0 --link pcie-sys --ranks 8", "SYMMEM_TABLE=" + table.path());
   ASSERT_EQ(r.exitCode, 0) << r.out;
   EXPECT_TRUE(has(r, table.path() + ":2: needs 24.0GiB of symmetric buffer per GPU")) << r.out;
-  EXPECT_TRUE(has(r, "oneshot<=32KiB")) << r.out;
+  EXPECT_TRUE(has(r, "oneshot<=16KiB")) << r.out;
+}
+
+// --dump-table writes the table in use as a file that reads back to the same decisions.
+TEST(SymmemInfo, DumpTableRoundTrips) {
+  ToolRun dump = run("--dump-table");
+  ASSERT_EQ(dump.exitCode, 0) << dump.out;
+  EXPECT_TRUE(has(dump, "sym cc=12.0 link=pcie-sys ranks=8 upto=16KiB algo=oneshot variant=pull\n")) << dump.out;
+  EXPECT_TRUE(has(dump, "entry cc=9.0 link=nvlink ranks=2 oneshot=1MiB twoshot=8MiB\n")) << dump.out;
+  TableFileResult file = parseTableText(dump.out, "dump.txt");
+  ASSERT_TRUE(file.ok()) << file.error;
+  DecisionTable loaded;
+  applyTableFile(file, loaded);
+  const DecisionTable& builtIn = DecisionTable::builtIn();
+  ASSERT_EQ(loaded.entries().size(), builtIn.entries().size());
+  for (size_t i = 0; i < builtIn.entries().size(); ++i) {
+    const Thresholds& a = builtIn.entries()[i];
+    const Thresholds& b = loaded.entries()[i];
+    EXPECT_EQ(a.symBands, b.symBands) << i;
+    EXPECT_EQ(a.numSymBands, b.numSymBands) << i;
+    EXPECT_EQ(a.oneShotMaxBytes, b.oneShotMaxBytes) << i;
+    EXPECT_EQ(a.twoShotMaxBytes, b.twoShotMaxBytes) << i;
+  }
+
+  // A table file of sym lines: the tool decides by it and dumps it back as sym lines.
+  testing::TempFile table(
+      "symmem-table 1\nsym cc=12.0 link=pcie-root ranks=6 upto=8K algo=oneshot variant=staged\n"
+      "sym cc=12.0 link=pcie-root ranks=6 upto=64K algo=twoshot variant=push\n");
+  ASSERT_TRUE(table.ok());
+  ToolRun own = run("--cc 12.0 --link pcie-root --ranks 6 --table " + table.path());
+  ASSERT_EQ(own.exitCode, 0) << own.out;
+  EXPECT_TRUE(has(own, "      8KiB  symmetric one-shot staged")) << own.out;
+  EXPECT_TRUE(has(own, "     64KiB  symmetric two-shot push")) << own.out;
+  EXPECT_TRUE(has(own, "source: " + table.path() + ":2")) << own.out;
+  ToolRun back = run("--dump-table --table " + table.path());
+  EXPECT_TRUE(has(back,
+                  "sym cc=12.0 link=pcie-root ranks=6 upto=8KiB algo=oneshot variant=staged\n"
+                  "sym cc=12.0 link=pcie-root ranks=6 upto=64KiB algo=twoshot variant=push\n"))
+      << back.out;
 }
 
 TEST(SymmemInfo, CheckValidatesTheFiles) {
@@ -230,7 +280,7 @@ TEST(SymmemInfoTopo, P2pMatrixTurnsThePathOff) {
   ToolRun r = run("--topo " + dir + "rtx-5090-x2-wrx80-phb.topo.txt," + dir + "rtx-5090-x2-wrx80-phb.p2p-rw.txt");
   ASSERT_EQ(r.exitCode, 0) << r.out;
   EXPECT_TRUE(has(r, "P2P no")) << r.out;
-  EXPECT_TRUE(has(r, "8B  NCCL                  not every pair can do P2P"));
+  EXPECT_TRUE(has(r, "8B  NCCL                        not every pair can do P2P"));
 }
 
 TEST(SymmemInfoTopo, BadFileIsAnErrorNamingFileAndLine) {
