@@ -6,14 +6,24 @@
 // The next kernel on the stream may be scheduled while this one runs, and waits in
 // griddepcontrol.wait until this one has completed and its memory is visible. Every kernel does
 // everything after its wait, so the semantics are plain stream order; only the launch overlaps.
+//
+// Both need compute capability 9.0, and code compiled for it: the device handshake compiles to
+// nothing below sm_90 (device:: below), and launchKernel launches plainly where the kernels' code
+// for the device was compiled below compute_90, whatever the caller asked: on a GPU below 9.0, or
+// on a newer one running PTX of an older capability.
 #include <cuda_runtime_api.h>
+
+#include "kernels/kernel_image_probe.h"
 
 namespace symmem::kernels {
 
 // Launches `kernel` (a __global__ function) with `args` as cudaLaunchKernelExC takes them, with
-// programmatic stream serialization when `programmatic`, else as a plain launch.
+// programmatic stream serialization when `programmatic` and the kernels' code on the current device
+// has the handshake (kernel_image_probe.h: asked once per device), else as a plain launch.
 inline cudaError_t launchKernel(const void* kernel, unsigned blocks, unsigned threads, bool programmatic,
                                 cudaStream_t stream, void** args) {
+  int device = -1;
+  programmatic = programmatic && cudaGetDevice(&device) == cudaSuccess && kernelCodeTakesProgrammaticLaunch(device);
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(blocks);
   config.blockDim = dim3(threads);
