@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "core/sym_variant.h"
+
 namespace symmem {
 
 struct BenchOptions {
@@ -26,6 +28,9 @@ struct BenchOptions {
   bool eager = true;              // --no-eager
   bool pdl = true;                // --no-pdl
   bool streamOrder = true;        // --no-stream-order
+  // --variants: the kernel variants measured, each once, in the order push, pull, staged whatever the
+  // order on the command line (the table's columns stay put from run to run).
+  std::vector<SymVariant> variants = {SymVariant::Push, SymVariant::Pull, SymVariant::Staged};
 };
 
 struct BenchArgsResult {

@@ -13,7 +13,8 @@
       --out docs/results/nccl-tests-tuned-table_h200x2.png
 
 `kernels` reads symmem-bench CSV (columns bytes,path,mode,median_us) and draws stock NCCL, NCCL symmetric
-windows, both kernels, and the plugin (the path the table picks at each size, given its limits).
+windows, both kernels in every variant the CSV has (one-shot, two-shot: push; one-shot-pull, ...), and the
+plugin (the path the table picks at each size, given its limits, in the variant --variant names).
 `nccl-tests` reads nccl-tests-configs/run.sh's results.csv; `torch` reads tests/torch's CSV.
 Needs matplotlib (Debian: python3-matplotlib).
 """
@@ -40,23 +41,33 @@ def load(path):
         return list(csv.DictReader(f))
 
 
-def kernels_series(rows, mode, oneshot, twoshot):
+# symmem-bench's path column: the push kernels keep the names they had before the variants.
+KERNEL_NAMES = {"nccl": "stock NCCL", "nccl-win": "NCCL symmetric windows", "one-shot": "one-shot kernel",
+                "two-shot": "two-shot kernel", "one-shot-pull": "one-shot pull kernel",
+                "two-shot-pull": "two-shot pull kernel", "one-shot-staged": "one-shot staged kernel",
+                "two-shot-staged": "two-shot staged kernel"}
+
+
+def kernel_path(algorithm, variant):
+    return algorithm if variant == "push" else f"{algorithm}-{variant}"
+
+
+def kernels_series(rows, mode, oneshot, twoshot, variant="push"):
     series = {}
     for r in rows:
-        if r.get("mode") != mode or r["path"] not in ("nccl", "nccl-win", "one-shot", "two-shot"):
+        if r.get("mode") != mode or r["path"] not in KERNEL_NAMES:
             continue
         series.setdefault(r["path"], {})[int(r["bytes"])] = float(r["median_us"])
+    one, two = series.get(kernel_path("one-shot", variant), {}), series.get(kernel_path("two-shot", variant), {})
     plugin = {}
     for b, t in series.get("nccl", {}).items():
-        if b <= oneshot and b in series.get("one-shot", {}):
-            plugin[b] = series["one-shot"][b]
-        elif b <= twoshot and b in series.get("two-shot", {}):
-            plugin[b] = series["two-shot"][b]
+        if b <= oneshot and b in one:
+            plugin[b] = one[b]
+        elif b <= twoshot and b in two:
+            plugin[b] = two[b]
         else:
             plugin[b] = t
-    names = {"nccl": "stock NCCL", "nccl-win": "NCCL symmetric windows", "one-shot": "one-shot kernel",
-             "two-shot": "two-shot kernel"}
-    out = {names[k]: v for k, v in series.items()}
+    out = {KERNEL_NAMES[k]: series[k] for k in KERNEL_NAMES if k in series}
     out["nccl-symmem (table's choice)"] = plugin
     return out
 
@@ -78,7 +89,8 @@ def draw(series, title, out):
 
     fig, ax = plt.subplots(figsize=(9, 5.5))
     styles = {"stock NCCL": "k-o", "NCCL symmetric windows": "b--s", "one-shot kernel": "g:^",
-              "two-shot kernel": "m:v"}
+              "two-shot kernel": "m:v", "one-shot pull kernel": "g-.>", "two-shot pull kernel": "m-.<",
+              "one-shot staged kernel": "y:^", "two-shot staged kernel": "c:v"}
     for name, points in series.items():
         xs = sorted(points)
         if "symmem" in name:  # wide and pale underneath, so the kernel it picked stays visible on top
@@ -110,12 +122,14 @@ def main():
     p.add_argument("--mode", default="graph", help="kernels: graph or eager")
     p.add_argument("--oneshot", default="0", help="kernels: the table's one-shot limit, e.g. 1MiB")
     p.add_argument("--twoshot", default="0", help="kernels: the table's two-shot limit, e.g. 8MiB")
+    p.add_argument("--variant", default="push", choices=["push", "pull", "staged"],
+                   help="kernels: the variant of the table's symmetric bands (default push)")
     args = p.parse_args()
     rows = load(args.csv)
     if not rows:
         sys.exit(f"{args.csv}: no rows")
     if args.kind == "kernels":
-        series = kernels_series(rows, args.mode, parse_size(args.oneshot), parse_size(args.twoshot))
+        series = kernels_series(rows, args.mode, parse_size(args.oneshot), parse_size(args.twoshot), args.variant)
     elif args.kind == "nccl-tests":
         series = pair_series(rows, "stock_oop_us", "plugin_oop_us")
     else:

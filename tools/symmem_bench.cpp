@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // symmem-bench: side-by-side all-reduce latency of stock NCCL (plain buffers), NCCL's symmetric
-// windows, and this project's one-shot and two-shot kernels, eager and under CUDA graphs.
+// windows, and this project's one-shot and two-shot kernels in each variant asked (push, pull, staged:
+// core/sym_variant.h), eager and under CUDA graphs. The paths and the table: tools/bench_paths.h.
 //
 // One process per GPU, forked before any CUDA or NCCL call (the parent makes none); rank 0 gets the
 // ncclUniqueId and hands it to the others through an anonymous shared mapping created before fork.
@@ -12,7 +13,6 @@
 #include <nccl.h>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -28,6 +28,7 @@
 #include "plugin/record_gather.h"
 #include "tools/bench_data.h"
 #include "tools/bench_options.h"
+#include "tools/bench_paths.h"
 #include "tools/bench_ranks.h"
 #include "tools/bench_timing.h"
 
@@ -35,10 +36,15 @@ namespace {
 
 using symmem::ReduceOp;
 using symmem::kernels::Algorithm;
+using symmem::kernels::KernelChoice;
 using symmem::kernels::SymmetricComm;
 using symmem::kernels::SymmetricConfig;
 namespace bench = symmem::bench;
 
+using bench::BenchPath;
+using bench::PathKind;
+using bench::PathResult;
+using bench::Results;
 using Options = symmem::BenchOptions;
 
 // An NCCL failure ends the rank with exit code 3 (a CUDA failure: 2, tools/bench_timing.h). Expects
@@ -50,29 +56,6 @@ using Options = symmem::BenchOptions;
   } while (0)
 
 // ---- What is measured --------------------------------------------------------------------------
-
-// The all-reduce paths side by side, in the order of the table's columns.
-enum class PathKind : int {
-  Nccl,        // stock NCCL on a plain cudaMalloc buffer
-  NcclWindow,  // NCCL on a buffer registered as a symmetric window (NCCL_WIN_COLL_SYMMETRIC)
-  OneShot,     // this project's one-shot kernel, on the plain buffer
-  TwoShot,     // this project's two-shot kernel, on the plain buffer
-};
-constexpr int kPathKinds = 4;
-constexpr PathKind kAllPaths[kPathKinds] = {PathKind::Nccl, PathKind::NcclWindow, PathKind::OneShot, PathKind::TwoShot};
-// The CSV's `path` column and the table's column headings, indexed by PathKind.
-constexpr const char* kPathNames[kPathKinds] = {"nccl", "nccl-win", "one-shot", "two-shot"};
-
-const char* pathName(PathKind p) { return kPathNames[static_cast<int>(p)]; }
-bool isOurKernel(PathKind p) { return p == PathKind::OneShot || p == PathKind::TwoShot; }
-
-// One path at one size: median microseconds per call (NaN: not timed) and the check's wrong elements.
-struct PathResult {
-  double eagerUs = NAN, graphUs = NAN;
-  long long wrong = -1;
-};
-using SizeResults = std::array<std::optional<PathResult>, kPathKinds>;  // the paths that ran at one size
-using Results = std::map<size_t, SizeResults>;
 
 // What bounds any all-reduce kernel on this machine (kernels/latency_probe.h).
 struct Floor {
@@ -88,13 +71,15 @@ struct RankRun {
         nRanks(nRanks),
         o(options),
         type(bench::elementTypeOf(options.dtype)),
-        barrier(shared, rank, nRanks) {}
+        barrier(shared, rank, nRanks),
+        paths(bench::benchPaths(options.variants)) {}
 
   int rank;
   int nRanks;
   const Options& o;
   bench::ElementType type;
   bench::RankBarrier barrier;
+  std::vector<BenchPath> paths;  // the table's columns, in order (tools/bench_paths.h)
   ncclComm_t comm = nullptr;
   cudaStream_t stream = nullptr;
   std::unique_ptr<symmem::NcclRecordGather> gather;  // the setup exchanges, over `comm`
@@ -171,11 +156,13 @@ void printRunHeader(const RankRun& r) {
   cudaRuntimeGetVersion(&rt);
   cudaDriverGetVersion(&drv);
   const Options& o = r.o;
+  std::string variants;
+  for (symmem::SymVariant v : o.variants) variants += (variants.empty() ? "" : ",") + std::string(symVariantName(v));
   std::printf(
       "# symmem-bench: %d x %s, NCCL %d, CUDA runtime %d, driver %d, %s sum, in place, %d calls x %d reps, "
-      "max blocks %d, programmatic launch %s, cross-stream order %s\n",
+      "max blocks %d, programmatic launch %s, cross-stream order %s, variants %s\n",
       r.nRanks, prop.name, ncclVersion, rt, drv, o.dtype.c_str(), o.iters, o.reps, o.maxBlocks, o.pdl ? "on" : "off",
-      o.streamOrder ? "on" : "off");
+      o.streamOrder ? "on" : "off", variants.c_str());
 }
 
 // ---- The floor ------------------------------------------------------------------------------
@@ -248,22 +235,26 @@ void reportFloor(const RankRun& r, const Floor& f) {
 // ---- One path at one size -------------------------------------------------------------------
 
 // Our kernels run up to the sizes they were set up for, and only where they could be set up.
-bool pathRunsAt(const RankRun& r, PathKind p, size_t bytes) {
-  if (isOurKernel(p) && !r.ours) return false;
-  if (p == PathKind::OneShot && bytes > r.cfg.oneShotMaxBytes) return false;
-  if (p == PathKind::TwoShot && bytes > r.cfg.twoShotMaxBytes) return false;
+// Every variant of one algorithm has the same limit (the symmetric buffer's slots are shared).
+bool pathRunsAt(const RankRun& r, const BenchPath& p, size_t bytes) {
+  if (p.ours() && !r.ours) return false;
+  if (p.kind == PathKind::OneShot && bytes > r.cfg.oneShotMaxBytes) return false;
+  if (p.kind == PathKind::TwoShot && bytes > r.cfg.twoShotMaxBytes) return false;
   return true;
 }
 
-void* bufferFor(const RankRun& r, PathKind p) { return p == PathKind::NcclWindow ? r.windowBuf : r.plain; }
+void* bufferFor(const RankRun& r, const BenchPath& p) { return p.kind == PathKind::NcclWindow ? r.windowBuf : r.plain; }
+
+KernelChoice kernelFor(const BenchPath& p) {
+  return {p.kind == PathKind::OneShot ? Algorithm::OneShot : Algorithm::TwoShot, p.variant};
+}
 
 // Enqueues one in-place all-reduce (sum) of `count` elements on the path; false when it was refused.
-bool enqueueAllReduce(const RankRun& r, PathKind p, size_t count) {
+bool enqueueAllReduce(const RankRun& r, const BenchPath& p, size_t count) {
   void* buf = bufferFor(r, p);
-  if (!isOurKernel(p)) return ncclAllReduce(buf, buf, count, r.type.nccl, ncclSum, r.comm, r.stream) == ncclSuccess;
-  return r.ours->allReduce(buf, buf, count, r.type.ours, ReduceOp::Sum,
-                           p == PathKind::OneShot ? Algorithm::OneShot : Algorithm::TwoShot,
-                           r.stream) == symmem::kernels::Status::Ok;
+  if (!p.ours()) return ncclAllReduce(buf, buf, count, r.type.nccl, ncclSum, r.comm, r.stream) == ncclSuccess;
+  return r.ours->allReduce(buf, buf, count, r.type.ours, ReduceOp::Sum, kernelFor(p), r.stream) ==
+         symmem::kernels::Status::Ok;
 }
 
 // Eager: 20 warm-up calls, then `reps` batches of `iters` calls back to back.
@@ -285,25 +276,26 @@ std::vector<double> timeGraph(RankRun& r, bench::BatchTimer& timer, const std::f
   return timer.time(r.o.reps, r.o.iters, [&] { batch.replay(); });
 }
 
-void writeCsvRow(const RankRun& r, size_t bytes, PathKind p, const char* mode, const std::vector<double>& us,
+void writeCsvRow(const RankRun& r, size_t bytes, const BenchPath& p, const char* mode, const std::vector<double>& us,
                  long long wrong) {
   if (r.csv == nullptr) return;
-  std::fprintf(r.csv, "%zu,%s,%d,%s,%s,%.3f,%.3f,%.3f,%lld\n", bytes, r.o.dtype.c_str(), r.nRanks, pathName(p), mode,
-               bench::medianOfSorted(us), us.front(), us.back(), wrong);
+  std::fprintf(r.csv, "%zu,%s,%d,%s,%s,%.3f,%.3f,%.3f,%lld\n", bytes, r.o.dtype.c_str(), r.nRanks, p.name().c_str(),
+               mode, bench::medianOfSorted(us), us.front(), us.back(), wrong);
 }
 
 // Checks the path once (integer inputs, exact sums), then times it eager (unless --no-eager) and
 // under a graph. Returns the rank's exit code: 0, 5 (the path refused the call) or 6 (our kernels
 // report a device error).
-int measurePath(RankRun& r, bench::BatchTimer& timer, PathKind p, size_t bytes, PathResult* result) {
+int measurePath(RankRun& r, bench::BatchTimer& timer, const BenchPath& p, size_t bytes, PathResult* result) {
   const int rank = r.rank;
   const size_t count = bytes / r.type.format.bytes;
+  const std::string name = p.name();
   auto call = [&]() -> bool { return enqueueAllReduce(r, p, count); };
-  if (rank == 0) std::fprintf(stderr, "\r[symmem-bench] %10zu B %-9s", bytes, pathName(p));
+  if (rank == 0) std::fprintf(stderr, "\r[symmem-bench] %10zu B %-15s", bytes, name.c_str());
   result->wrong =
       bench::countWrongAfterOneCall(rank, r.nRanks, r.barrier, r.stream, bufferFor(r, p), count, r.type.format, call);
   if (result->wrong < 0) {
-    std::fprintf(stderr, "[rank %d] %s failed at %zu bytes\n", rank, pathName(p), bytes);
+    std::fprintf(stderr, "[rank %d] %s failed at %zu bytes\n", rank, name.c_str(), bytes);
     return 5;
   }
   if (r.o.eager) {
@@ -327,66 +319,16 @@ int measureSizes(RankRun& r, Results* results) {
   bench::BatchTimer timer(r.rank, r.barrier, r.stream);
   for (size_t bytes = r.o.minBytes; bytes <= r.o.maxBytes; bytes *= r.o.factor) {
     if (bytes / r.type.format.bytes == 0) continue;
-    for (PathKind p : kAllPaths) {
-      if (!pathRunsAt(r, p, bytes)) continue;
+    bench::SizeResults& row = (*results)[bytes];
+    row.resize(r.paths.size());
+    for (size_t i = 0; i < r.paths.size(); ++i) {
+      if (!pathRunsAt(r, r.paths[i], bytes)) continue;
       PathResult result;
-      if (const int code = measurePath(r, timer, p, bytes, &result); code != 0) return code;
-      (*results)[bytes][static_cast<int>(p)] = result;
+      if (const int code = measurePath(r, timer, r.paths[i], bytes, &result); code != 0) return code;
+      row[i] = result;
     }
   }
   return 0;
-}
-
-// ---- The table ------------------------------------------------------------------------------
-
-double medianUs(const SizeResults& row, PathKind p, bool graph) {
-  const std::optional<PathResult>& r = row[static_cast<int>(p)];
-  return !r ? NAN : graph ? r->graphUs : r->eagerUs;
-}
-
-// The four paths' cells of one mode, in column order; "-" where a path did not run.
-std::string cells(const SizeResults& row, bool graph) {
-  std::string text;
-  for (PathKind p : kAllPaths) {
-    const double v = medianUs(row, p, graph);
-    char b[32];
-    if (std::isnan(v))
-      std::snprintf(b, sizeof b, "%9s", "-");
-    else
-      std::snprintf(b, sizeof b, "%9.2f", v);
-    text += b;
-  }
-  return text;
-}
-
-// Per size: the graph medians, the best of our kernels over NCCL and over NCCL's windows (graph),
-// the eager medians, and the wrong elements of every path.
-void printSummary(const Results& results) {
-  std::printf("\n%-10s | %s graph (us) %28s | best ours vs | %s eager (us) %28s | wrong\n", "bytes", "", "", "", "");
-  std::printf("%-10s |%9s %9s %9s %9s | %6s %6s |%9s %9s %9s %9s |\n", "", kPathNames[0], kPathNames[1], kPathNames[2],
-              kPathNames[3], "nccl", "win", kPathNames[0], kPathNames[1], kPathNames[2], kPathNames[3]);
-  for (const auto& [bytes, row] : results) {
-    double best = NAN;
-    for (PathKind p : {PathKind::OneShot, PathKind::TwoShot}) {
-      const double us = medianUs(row, p, true);
-      if (!std::isnan(us) && (std::isnan(best) || us < best)) best = us;
-    }
-    long long wrong = 0;
-    for (const std::optional<PathResult>& r : row)
-      if (r) wrong += r->wrong;
-    std::printf("%-10zu |%s | %6.2f %6.2f |%s | %lld\n", bytes, cells(row, true).c_str(),
-                best / medianUs(row, PathKind::Nccl, true), best / medianUs(row, PathKind::NcclWindow, true),
-                cells(row, false).c_str(), wrong);
-  }
-  std::fflush(stdout);
-}
-
-long long totalWrong(const Results& results) {
-  long long wrong = 0;
-  for (const auto& [bytes, row] : results)
-    for (const std::optional<PathResult>& r : row)
-      if (r) wrong += r->wrong;
-  return wrong;
 }
 
 // Collective: every rank arrives before anything is freed.
@@ -415,10 +357,11 @@ int runRank(int rank, int n, const Options& o, bench::RankRendezvous* shared) {
   if (const int code = measureSizes(r, &results); code != 0) return code;
   if (rank == 0) {
     std::fprintf(stderr, "\n");  // ends the progress line
-    printSummary(results);
+    std::printf("%s", bench::summaryTable(r.paths, results, o.eager).c_str());
+    std::fflush(stdout);
   }
   if (r.csv != nullptr) std::fclose(r.csv);
-  const long long wrong = totalWrong(results);
+  const long long wrong = bench::totalWrong(results);
   tearDown(r);
   return wrong == 0 ? 0 : 7;
 }
