@@ -60,8 +60,32 @@ TEST(KernelsLayout, BufferBytesMatchLayout) {
   c.oneShotMaxBytes = 64 << 10;
   c.twoShotMaxBytes = 1 << 20;
   EXPECT_EQ(symmetricBufferBytes(c), makeLayout(4, 64 << 10, 1 << 20).totalBytes);
-  // one-shot: 3 rounds x 4 slots x 64 KiB; two-shot: 2 regions x 3 x 4 x (256 KiB + 16 -> 128-aligned).
-  EXPECT_EQ(symmetricBufferBytes(c), 3u * 4 * (64 << 10) + 2u * 3 * 4 * ((256 << 10) + 128) + 4 * kCheckBytes);
+  // one-shot: 3 rounds x 4 slots x 64 KiB; two-shot: 2 regions x 3 x 4 x (256 KiB + 16 -> 128-aligned);
+  // pull flags: 3 regions x 4 sources x 33 tiles (a 256 KiB + 16 B chunk is 16385 vectors, 512 a tile)
+  // x 8 bytes, 128-aligned.
+  EXPECT_EQ(symmetricBufferBytes(c),
+            3u * 4 * (64 << 10) + 2u * 3 * 4 * ((256 << 10) + 128) + roundUp(3 * 4 * 33 * 8, 128) + 4 * kCheckBytes);
+}
+
+// The pull flags: one 8-byte word per (region, source, tile), all distinct, all between the gather
+// slots and the check areas, and room for the most tiles either algorithm's largest message has.
+TEST(KernelsLayout, PullFlagsFitBetweenTheSlotsAndTheCheckAreas) {
+  for (int n : {2, 3, 8}) {
+    const SymmetricLayout l = makeLayout(n, 64 << 10, 1 << 20);
+    EXPECT_GE(l.flagOffset, l.gatherOffset + kRounds * n * l.chunkSlotBytes);
+    EXPECT_GE(l.tilesPerRegion, divUp(vectorCount(64 << 10), kMaxThreads));
+    EXPECT_GE(l.tilesPerRegion, divUp(vectorCount(maxChunkBytes(1 << 20, n)), kMaxThreads));
+    std::set<size_t> seen;
+    for (int region = 0; region < kPullRegions; ++region)
+      for (int src = 0; src < n; ++src)
+        for (size_t tile = 0; tile < l.tilesPerRegion; ++tile) {
+          const size_t at = pullFlagOffset(l, region, src, tile);
+          EXPECT_EQ(at % kFlagBytes, 0u);
+          EXPECT_LE(at + kFlagBytes, l.checkOffset);
+          EXPECT_TRUE(seen.insert(at).second) << "flag (" << region << ", " << src << ", " << tile << ") shared";
+        }
+    EXPECT_EQ(pullFlagBytes(l), l.checkOffset - l.flagOffset);
+  }
 }
 
 TEST(KernelsLayout, RotationNeverRearmsABufferInUseNowOrNext) {
