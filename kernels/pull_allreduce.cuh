@@ -68,7 +68,7 @@ __device__ __forceinline__ void oneShotPull(const DeviceView& v, const T* send, 
     storeVector<T>(recv, i * kPer, count, SentinelPacket::seal<T>(reduceInRankOrder<T, OP>(in, own, v.rank, v.nRanks)),
                    outAligned);
   }
-  endLaunch(v, ctl, st.round, 0);  // nothing written into peers' slots: nothing to re-arm
+  endLaunch(v, ctl, st.round, 0);  // only this rank's own slot was written, which no one polls
 }
 
 // Two-shot pull: publish my copy of every chunk; the owner of each chunk reads the copies, reduces,
@@ -142,7 +142,11 @@ __device__ __forceinline__ void twoShotPull(const DeviceView& v, const T* send, 
                      loadRelaxedSys(v.peer[q] + gatherSlotOffset(v.layout, buf, q) + i * kVecBytes), outAligned);
     }
   }
-  endLaunch(v, ctl, st.round, 0);
+  // Step 1 left data in this rank's scatter slots q != rank, where a push or staged call of a later
+  // round polls for rank q's copy: they are re-armed like a push round's (the next call re-arms this
+  // round buffer; every peer has read them by then, since this call ended only after every peer's
+  // gather announcement, which each peer makes after reading the tile from every rank).
+  endLaunch(v, ctl, st.round, paddedBytes(chunk * sizeof(T)));
 }
 
 }  // namespace symmem::kernels::device

@@ -25,6 +25,7 @@
 #include "core/log.h"
 #include "core/symmetric_limits.h"
 #include "kernels/capture_mode.h"
+#include "kernels/kernel_image.h"
 #include "kernels/scoped_device.h"
 #include "kernels/setup_kernels.h"
 #include "kernels/symmetric_comm_impl.h"
@@ -380,6 +381,10 @@ bool SymmetricCommImpl::setup(const AllGatherFn& allGather, std::string* why) {
   void* errorDevice = nullptr;
   std::string local = configProblem(config_, shapeOk);
   if (local.empty() && onDevice.status() != cudaSuccess) local = cudaText("cudaSetDevice", onDevice.status());
+  // A GPU the build has no code for (kernel_image.h): every rank stays on NCCL, this one saying why,
+  // instead of a failed launch later. Also asks, outside any capture, whether the code takes the
+  // programmatic launch.
+  if (local.empty()) local = kernelImageProblem(config_.device);
   if (local.empty()) local = createSetupStream(&stream);
   if (local.empty()) local = allocateLocal(layout, stream, &facts.handle, &errorDevice);
   facts.bufferAddress = reinterpret_cast<uintptr_t>(localBuffer_);
