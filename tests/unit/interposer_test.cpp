@@ -160,13 +160,15 @@ TEST_F(InterposerTest, IneligibleCallsGoStraightToNcclWithoutSetup) {
 TEST_F(InterposerTest, FirstEligibleCallSetsUpOnceThenRoutesByTable) {
   Interposer ip = make(true);
   ncclComm_t comm = fakeComm(0x2000, 4);
-  // 12.0 pcie-switch, 4 ranks: one-shot <= 64 KiB, two-shot <= 256 KiB.
+  // 12.0 pcie-switch, 4 ranks: one-shot pull <= 64 KiB, two-shot staged <= 512 KiB.
   EXPECT_EQ(ip.allReduce(buf, buf, 8, ncclBfloat16, ncclSum, comm, nullptr), ncclSuccess);
   EXPECT_EQ(setups, 1);
   EXPECT_EQ(FakeSymmetric::calls, 1);
   EXPECT_EQ(FakeSymmetric::lastAlgorithm, kernels::Algorithm::OneShot);
+  EXPECT_EQ(FakeSymmetric::lastVariant, SymVariant::Pull) << "the band's variant reaches the kernels";
   EXPECT_EQ(ip.allReduce(buf, buf, 64 * 1024, ncclFloat32, ncclMax, comm, nullptr), ncclSuccess);  // 256 KiB
   EXPECT_EQ(FakeSymmetric::lastAlgorithm, kernels::Algorithm::TwoShot);
+  EXPECT_EQ(FakeSymmetric::lastVariant, SymVariant::Staged);
   EXPECT_EQ(ip.allReduce(buf, buf, 1 << 20, ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);  // 4 MiB: NCCL
   EXPECT_EQ(setups, 1) << "setup runs once per communicator";
   EXPECT_EQ(FakeSymmetric::calls, 2);
