@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -21,6 +22,7 @@
 
 #include "kernels/symmetric_comm.h"
 #include "kernels/symmetric_layout.h"
+#include "tests/gpu/gpu_test_macros.h"
 #include "tests/gpu/rank_harness.h"
 
 namespace symmem::kernels {
@@ -40,22 +42,6 @@ bool lightRun() {
   const char* v = std::getenv("SYMMEM_GPU_TESTS_LIGHT");
   return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
 }
-
-#define SKIP_WITHOUT_GPUS(n)                                                                                        \
-  do {                                                                                                              \
-    std::string why;                                                                                                \
-    const int have = testing::gpuCount(&why);                                                                       \
-    if (have < (n)) GTEST_SKIP() << "needs " << (n) << " GPUs, found " << have << (why.empty() ? "" : ": ") << why; \
-  } while (0)
-
-#define CUDA_OK(f, call)                                                           \
-  do {                                                                             \
-    const cudaError_t e_ = (call);                                                 \
-    if (e_ != cudaSuccess) {                                                       \
-      (f).fail("%s:%d %s: %s", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      return (f).count;                                                            \
-    }                                                                              \
-  } while (0)
 
 // ---- values ------------------------------------------------------------------------------------
 __host__ __device__ inline uint32_t mix(uint32_t a, uint32_t b, uint32_t c) {
@@ -179,6 +165,34 @@ std::unique_ptr<SymmetricComm> makeComm(const RankSetup& s, std::string* why) {
   return SymmetricComm::create(
       c, [shm, rank](const void* send, void* recv, size_t bytes) { return shm->allGather(rank, send, recv, bytes); },
       why);
+}
+
+// Runs body(setup, failures) for n ranks as threads of one forked process, several per GPU where there
+// are fewer GPUs (peers on one device use each other's buffers directly). Small grids, so that every
+// rank's blocks are resident at once. The ranks' failure count is the child's exit code.
+std::string runThreadRanks(int n, int timeoutSec, const std::function<void(RankSetup&, RankFailures&)>& body) {
+  return testing::runForked(1, timeoutSec, [&](int) {
+    ShmAllGather shm(n, 4096);
+    std::vector<int> failures(n, 0);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < n; ++r) {
+      threads.emplace_back([&, r] {
+        RankFailures f{r};
+        RankSetup s;
+        s.rank = r;
+        s.nRanks = n;
+        s.device = r % gpusPresent();
+        s.shm = &shm;
+        s.maxBlocks = 4;
+        body(s, f);
+        failures[r] = f.count;
+      });
+    }
+    for (auto& t : threads) t.join();
+    int total = 0;
+    for (int x : failures) total += x;
+    return total;
+  });
 }
 
 // Element counts a test covers for one algorithm: the odd ones plus every power-of-two byte size.
@@ -594,32 +608,13 @@ TEST(KernelsGpu, OneProcessTwoGpus) {
 TEST(KernelsGpu, ManyRanksOneProcess) {
   SKIP_WITHOUT_GPUS(1);
   for (int n : {3, 4, 8}) {
-    const std::string report = testing::runForked(1, 240, [&](int) {
-      ShmAllGather shm(n, 4096);
-      std::vector<int> failures(n, 0);
-      std::vector<std::thread> threads;
-      for (int r = 0; r < n; ++r) {
-        threads.emplace_back([&, r] {
-          RankFailures f{r};
-          RankSetup s;
-          s.rank = r;
-          s.nRanks = n;
-          s.device = r % gpusPresent();
-          s.shm = &shm;
-          s.maxBlocks = 4;
-          s.oneShotMax = 64 << 10;
-          s.twoShotMax = 512 << 10;
-          SweepOptions o;
-          o.ops = {0, 1, 3};
-          o.allTypes = n != 8;
-          correctnessSweep(s, o, f);
-          failures[r] = f.count;
-        });
-      }
-      for (auto& t : threads) t.join();
-      int total = 0;
-      for (int x : failures) total += x;
-      return total;
+    const std::string report = runThreadRanks(n, 240, [&](RankSetup& s, RankFailures& f) {
+      s.oneShotMax = 64 << 10;
+      s.twoShotMax = 512 << 10;
+      SweepOptions o;
+      o.ops = {0, 1, 3};
+      o.allTypes = n != 8;
+      correctnessSweep(s, o, f);
     });
     EXPECT_EQ(report, "") << n << " ranks";
   }
@@ -653,33 +648,14 @@ TEST(KernelsGpu, SetupFailureOnOneRankFailsAll) {
 TEST(KernelsGpu, EveryVariantAtTwoToEightRanks) {
   SKIP_WITHOUT_GPUS(1);
   for (int n : {2, 3, 4, 8}) {
-    const std::string report = testing::runForked(1, 300, [&](int) {
-      ShmAllGather shm(n, 4096);
-      std::vector<int> failures(n, 0);
-      std::vector<std::thread> threads;
-      for (int r = 0; r < n; ++r) {
-        threads.emplace_back([&, r] {
-          RankFailures f{r};
-          RankSetup s;
-          s.rank = r;
-          s.nRanks = n;
-          s.device = r % gpusPresent();
-          s.shm = &shm;
-          s.maxBlocks = 4;
-          s.oneShotMax = 64 << 10;
-          s.twoShotMax = 256 << 10;
-          SweepOptions o;
-          o.variants = {SymVariant::Push, SymVariant::Pull, SymVariant::Staged};
-          o.ops = n <= 4 ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{0, 2};
-          o.allTypes = n != 8;
-          correctnessSweep(s, o, f);
-          failures[r] = f.count;
-        });
-      }
-      for (auto& t : threads) t.join();
-      int total = 0;
-      for (int x : failures) total += x;
-      return total;
+    const std::string report = runThreadRanks(n, 300, [&](RankSetup& s, RankFailures& f) {
+      s.oneShotMax = 64 << 10;
+      s.twoShotMax = 256 << 10;
+      SweepOptions o;
+      o.variants = {SymVariant::Push, SymVariant::Pull, SymVariant::Staged};
+      o.ops = n <= 4 ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{0, 2};
+      o.allTypes = n != 8;
+      correctnessSweep(s, o, f);
     });
     EXPECT_EQ(report, "") << n << " ranks";
   }
@@ -691,72 +667,54 @@ TEST(KernelsGpu, EveryVariantAtTwoToEightRanks) {
 TEST(KernelsGpu, HalfSumsAccumulateInFp32) {
   SKIP_WITHOUT_GPUS(1);
   constexpr int n = 4;
-  const std::string report = testing::runForked(1, 120, [&](int) {
-    ShmAllGather shm(n, 4096);
-    std::vector<int> failures(n, 0);
-    std::vector<std::thread> threads;
-    for (int r = 0; r < n; ++r) {
-      threads.emplace_back([&, r] {
-        RankFailures f{r};
-        cudaSetDevice(r % gpusPresent());
-        RankSetup s;
-        s.rank = r;
-        s.nRanks = n;
-        s.device = r % gpusPresent();
-        s.shm = &shm;
-        s.maxBlocks = 4;
-        s.oneShotMax = 64 << 10;
-        s.twoShotMax = 256 << 10;
-        std::string why;
-        auto comm = makeComm(s, &why);
-        if (!comm) {
-          f.fail("create failed: %s", why.c_str());
-          failures[r] = f.count;
-          return;
-        }
-        cudaStream_t stream;
-        cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
-        constexpr size_t kCount = 1000;
-        void* buf = nullptr;
-        cudaMalloc(&buf, kCount * 2);
-        std::vector<uint16_t> host(kCount);
-        for (SymVariant variant : {SymVariant::Push, SymVariant::Pull, SymVariant::Staged}) {
-          for (Algorithm algo : {Algorithm::OneShot, Algorithm::TwoShot}) {
-            for (int half = 0; half < 2; ++half) {
-              const float big = half ? 2048.0f : 256.0f;
-              const float mine = r == 0 ? big : 1.0f;
-              const auto bits =
-                  static_cast<uint16_t>(half ? bitsOf(__float2half_rn(mine)) : bitsOf(__float2bfloat16_rn(mine)));
-              std::fill(host.begin(), host.end(), bits);
-              cudaMemcpy(buf, host.data(), kCount * 2, cudaMemcpyHostToDevice);
-              shm.barrier(r);
-              const Status st = comm->allReduce(buf, buf, kCount, half ? DataType::Float16 : DataType::Bfloat16,
-                                                ReduceOp::Sum, {algo, variant}, stream);
-              RANK_CHECK(f, st == Status::Ok, "allReduce returned %s", statusName(st));
-              cudaStreamSynchronize(stream);
-              cudaMemcpy(host.data(), buf, kCount * 2, cudaMemcpyDeviceToHost);
-              const float want = big + 4.0f;  // the fp32 sum (big + 3) rounded once, to even
-              const auto wantBits =
-                  static_cast<uint16_t>(half ? bitsOf(__float2half_rn(want)) : bitsOf(__float2bfloat16_rn(want)));
-              int wrong = 0;
-              for (uint16_t b : host) wrong += b != wantBits;
-              RANK_CHECK(f, wrong == 0, "%s %s %s: %d of %zu elements differ from %g (first 0x%04x, want 0x%04x)",
-                         half ? "fp16" : "bf16", algo == Algorithm::OneShot ? "one-shot" : "two-shot",
-                         std::string(symVariantName(variant)).c_str(), wrong, kCount, want, host[0], wantBits);
-            }
-          }
-        }
-        shm.barrier(r);
-        comm.reset();
-        cudaFree(buf);
-        cudaStreamDestroy(stream);
-        failures[r] = f.count;
-      });
+  const std::string report = runThreadRanks(n, 120, [&](RankSetup& s, RankFailures& f) {
+    const int r = s.rank;
+    cudaSetDevice(s.device);
+    s.oneShotMax = 64 << 10;
+    s.twoShotMax = 256 << 10;
+    std::string why;
+    auto comm = makeComm(s, &why);
+    if (!comm) {
+      f.fail("create failed: %s", why.c_str());
+      return;
     }
-    for (auto& t : threads) t.join();
-    int total = 0;
-    for (int x : failures) total += x;
-    return total;
+    ShmAllGather& shm = *s.shm;
+    cudaStream_t stream;
+    cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+    constexpr size_t kCount = 1000;
+    void* buf = nullptr;
+    cudaMalloc(&buf, kCount * 2);
+    std::vector<uint16_t> host(kCount);
+    for (SymVariant variant : {SymVariant::Push, SymVariant::Pull, SymVariant::Staged}) {
+      for (Algorithm algo : {Algorithm::OneShot, Algorithm::TwoShot}) {
+        for (int half = 0; half < 2; ++half) {
+          const float big = half ? 2048.0f : 256.0f;
+          const float mine = r == 0 ? big : 1.0f;
+          const auto bits =
+              static_cast<uint16_t>(half ? bitsOf(__float2half_rn(mine)) : bitsOf(__float2bfloat16_rn(mine)));
+          std::fill(host.begin(), host.end(), bits);
+          cudaMemcpy(buf, host.data(), kCount * 2, cudaMemcpyHostToDevice);
+          shm.barrier(r);
+          const Status st = comm->allReduce(buf, buf, kCount, half ? DataType::Float16 : DataType::Bfloat16,
+                                            ReduceOp::Sum, {algo, variant}, stream);
+          RANK_CHECK(f, st == Status::Ok, "allReduce returned %s", statusName(st));
+          cudaStreamSynchronize(stream);
+          cudaMemcpy(host.data(), buf, kCount * 2, cudaMemcpyDeviceToHost);
+          const float want = big + 4.0f;  // the fp32 sum (big + 3) rounded once, to even
+          const auto wantBits =
+              static_cast<uint16_t>(half ? bitsOf(__float2half_rn(want)) : bitsOf(__float2bfloat16_rn(want)));
+          int wrong = 0;
+          for (uint16_t b : host) wrong += b != wantBits;
+          RANK_CHECK(f, wrong == 0, "%s %s %s: %d of %zu elements differ from %g (first 0x%04x, want 0x%04x)",
+                     half ? "fp16" : "bf16", algo == Algorithm::OneShot ? "one-shot" : "two-shot",
+                     std::string(symVariantName(variant)).c_str(), wrong, kCount, want, host[0], wantBits);
+        }
+      }
+    }
+    shm.barrier(r);
+    comm.reset();
+    cudaFree(buf);
+    cudaStreamDestroy(stream);
   });
   EXPECT_EQ(report, "");
 }

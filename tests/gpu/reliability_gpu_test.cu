@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "kernels/symmetric_comm.h"
+#include "tests/gpu/gpu_test_macros.h"
 #include "tests/gpu/rank_harness.h"
 
 namespace symmem::kernels {
@@ -25,21 +26,6 @@ namespace {
 
 using testing::RankFailures;
 using testing::ShmAllGather;
-
-#define SKIP_WITHOUT_A_GPU()                                                                            \
-  do {                                                                                                  \
-    std::string why;                                                                                    \
-    if (testing::gpuCount(&why) < 1) GTEST_SKIP() << "needs a GPU" << (why.empty() ? "" : ": ") << why; \
-  } while (0)
-
-#define CUDA_OK(f, call)                                                           \
-  do {                                                                             \
-    const cudaError_t e_ = (call);                                                 \
-    if (e_ != cudaSuccess) {                                                       \
-      (f).fail("%s:%d %s: %s", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      return (f).count;                                                            \
-    }                                                                              \
-  } while (0)
 
 int deviceFor(int rank) { return rank % std::max(1, testing::gpuCount()); }
 
@@ -129,7 +115,7 @@ void freeCall(Call& c) {
 // Rank 0's kernel waits for rank 1, which never calls: abort() must end it within milliseconds (its
 // timeout is 20 s), and 100 such create/wait/abort/destroy cycles must leave no device memory behind.
 TEST(ReliabilityGpu, AbortEndsAWaitingKernelAndFreesEverything) {
-  SKIP_WITHOUT_A_GPU();
+  SKIP_WITHOUT_GPUS(1);
   const std::string report = testing::runForked(1, 300, [&](int) {
     RankFailures f{0};
     ShmAllGather shm(2, 4096, 30000);
@@ -195,7 +181,7 @@ TEST(ReliabilityGpu, AbortEndsAWaitingKernelAndFreesEverything) {
 // another thread invalidate it) while both ranks' communicators are destroyed: the capture must end
 // cleanly and its graph run.
 TEST(ReliabilityGpu, TeardownKeepsAnotherThreadsCaptureValid) {
-  SKIP_WITHOUT_A_GPU();
+  SKIP_WITHOUT_GPUS(1);
   const std::string report = testing::runForked(1, 120, [&](int) {
     RankFailures f{0};
     ShmAllGather shm(2, 4096, 30000);
@@ -367,7 +353,7 @@ int mixCase(int rank, ShmAllGather& shm, Mix mix, Algorithm algo, RankFailures& 
 }
 
 TEST(ReliabilityGpu, CapturedAndEagerCallsInEveryMix) {
-  SKIP_WITHOUT_A_GPU();
+  SKIP_WITHOUT_GPUS(1);
   for (Algorithm algo : {Algorithm::OneShot, Algorithm::TwoShot}) {
     for (Mix mix : {Mix::ParallelBranches, Mix::TwoGraphsAtOnce, Mix::ReplayBesideEager}) {
       ShmAllGather shm(2, 4096, 60000);
@@ -385,7 +371,7 @@ TEST(ReliabilityGpu, CapturedAndEagerCallsInEveryMix) {
 // Rank 1 never replays its graph: rank 0's replays end at the timeout and the communicator reports it
 // (the interposer turns that into ncclCommGetAsyncError and one WARN, tested on CPU).
 TEST(ReliabilityGpu, ATimeoutInsideAReplayedGraphIsReported) {
-  SKIP_WITHOUT_A_GPU();
+  SKIP_WITHOUT_GPUS(1);
   ShmAllGather shm(2, 4096, 60000);
   const std::string report = testing::runForked(2, 120, [&](int rank) {
     RankFailures f{rank};
@@ -431,7 +417,7 @@ TEST(ReliabilityGpu, ATimeoutInsideAReplayedGraphIsReported) {
 // ---- the sign of zero ----------------------------------------------------------------------------
 // prod(-0.0, -3.0) is +0.0 from one-shot and two-shot alike, bit for bit, on both ranks.
 TEST(ReliabilityGpu, OneRuleForTheSignOfZero) {
-  SKIP_WITHOUT_A_GPU();
+  SKIP_WITHOUT_GPUS(1);
   ShmAllGather shm(2, 4096, 60000);
   const std::string report = testing::runForked(2, 60, [&](int rank) {
     RankFailures f{rank};
