@@ -367,6 +367,88 @@ TEST(ReliabilityGpu, CapturedAndEagerCallsInEveryMix) {
   }
 }
 
+// What the call order costs under graphs (an event-record node per captured call, chained): 64 one-shot
+// 8-byte all-reduces back to back in one graph, two ranks as threads of one process (one context, so
+// the ranks' kernels run side by side even on one GPU), with the order on and off. Prints the time per
+// call; checks only the results (timings are not a pass/fail matter).
+TEST(ReliabilityGpu, CallOrderCostUnderGraphs) {
+  SKIP_WITHOUT_GPUS(1);
+  const std::string report = testing::runForked(1, 120, [&](int) {
+    int failures = 0;
+    for (const bool ordered : {true, false}) {
+      ShmAllGather shm(2, 4096, 30000);
+      std::atomic<int> bad{0};
+      double usPerCall[2] = {0, 0};
+      std::vector<std::thread> ranks;
+      for (int r = 0; r < 2; ++r) {
+        ranks.emplace_back([&, r] {
+          RankFailures f{r};
+          cudaSetDevice(deviceFor(r));
+          SymmetricConfig c;
+          c.rank = r;
+          c.nRanks = 2;
+          c.device = deviceFor(r);
+          c.oneShotMaxBytes = 64 << 10;
+          c.twoShotMaxBytes = 0;
+          c.timeoutMs = 10000;
+          c.maxBlocks = 4;
+          c.orderStreams = ordered;
+          std::string why;
+          auto comm = SymmetricComm::create(
+              c, [&shm, r](const void* a, void* b, size_t n) { return shm.allGather(r, a, b, n); }, &why);
+          if (!comm) {
+            bad += 1;
+            shm.barrier(r);
+            return;
+          }
+          cudaStream_t s;
+          cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+          float *in = nullptr, *out = nullptr;
+          cudaMalloc(&in, 2 * sizeof(float));
+          cudaMalloc(&out, 2 * sizeof(float));
+          const float ones[2] = {1.0f, 1.0f};
+          cudaMemcpy(in, ones, sizeof(ones), cudaMemcpyHostToDevice);
+          constexpr int kCalls = 64, kReplays = 50;
+          cudaGraph_t g = nullptr;
+          cudaGraphExec_t e = nullptr;
+          cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
+          for (int i = 0; i < kCalls; ++i)
+            comm->allReduce(in, out, 2, DataType::Float32, ReduceOp::Sum, Algorithm::OneShot, s);
+          cudaStreamEndCapture(s, &g);
+          cudaGraphInstantiate(&e, g, 0);
+          cudaGraphLaunch(e, s);
+          cudaStreamSynchronize(s);
+          shm.barrier(r);
+          const auto t0 = std::chrono::steady_clock::now();
+          for (int i = 0; i < kReplays; ++i) cudaGraphLaunch(e, s);
+          cudaStreamSynchronize(s);
+          usPerCall[r] = msSince(t0) * 1000.0 / (kCalls * kReplays);
+          float got[2] = {0, 0};
+          cudaMemcpy(got, out, sizeof(got), cudaMemcpyDeviceToHost);
+          RANK_CHECK(f, got[0] == 2.0f && got[1] == 2.0f, "order %s: result %g %g, expected 2 2",
+                     ordered ? "on" : "off", got[0], got[1]);
+          RANK_CHECK(f, comm->deviceStatus() == Status::Ok, "deviceStatus %s", statusName(comm->deviceStatus()));
+          shm.barrier(r);
+          cudaGraphExecDestroy(e);
+          cudaGraphDestroy(g);
+          comm.reset();
+          cudaFree(in);
+          cudaFree(out);
+          cudaStreamDestroy(s);
+          bad += f.count;
+        });
+      }
+      for (auto& t : ranks) t.join();
+      std::fprintf(stderr,
+                   "[call order %s] one-shot 8 B in a graph of 64 calls: %.2f us per call (rank 0), %.2f (rank 1)\n",
+                   ordered ? "on " : "off", usPerCall[0], usPerCall[1]);
+      failures += bad.load();
+    }
+    return failures;
+  });
+  EXPECT_EQ(report, "");
+}
+
 // ---- a timeout inside a replayed graph ----------------------------------------------------------
 // Rank 1 never replays its graph: rank 0's replays end at the timeout and the communicator reports it
 // (the interposer turns that into ncclCommGetAsyncError and one WARN, tested on CPU).
