@@ -1,0 +1,3 @@
+// SPDX-License-Identifier: Apache-2.0
+// placeholder: filled in by the change that adds it
+int main() { return 1; }
