@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 #include <cstdio>
+#include <utility>
 
 #include "core/table_file.h"
 
@@ -67,6 +68,25 @@ std::string parsePercentArg(const std::string& flag, const std::string& text, do
   if (ec != std::errc() || end != digits.data() + digits.size() || value < min || value >= maxBelow)
     return bad(flag, text, expected);
   out = value / 100.0;
+  return {};
+}
+
+std::string parseIndexListArg(const std::string& flag, const std::string& text, int max, std::vector<int>& out) {
+  const std::string expected = "distinct whole numbers from 0 to " + std::to_string(max) + ", comma-separated";
+  std::vector<int> values;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    int64_t value = 0;
+    if (!parseCountArg(flag, item, 0, max, value).empty()) return bad(flag, text, expected);
+    for (int seen : values)
+      if (seen == value) return bad(flag, text, expected);
+    values.push_back(static_cast<int>(value));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  out = std::move(values);
   return {};
 }
 

@@ -5,6 +5,7 @@
 // the text is valid, else one message naming the flag and the value.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace symmem {
 
@@ -14,6 +15,9 @@ std::string parseCountArg(const std::string& flag, const std::string& text, int6
 std::string parseSizeArg(const std::string& flag, const std::string& text, uint64_t min, uint64_t max, uint64_t& out);
 // A decimal percentage from min to below maxBelow: "5", "2.5", "5%"; `out` is the fraction (0.05).
 std::string parsePercentArg(const std::string& flag, const std::string& text, double min, double maxBelow, double& out);
+
+// A list of distinct whole numbers from 0 to max, comma-separated: "0,1,3" (--gpus).
+std::string parseIndexListArg(const std::string& flag, const std::string& text, int max, std::vector<int>& out);
 
 // "unknown option --x (symmem-bench --help lists the options)".
 std::string unknownOptionMessage(const std::string& tool, const std::string& arg);

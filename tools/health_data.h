@@ -23,10 +23,10 @@ enum class PatternResult : int {
 };
 
 struct HealthGpu {
-  int index = 0;         // NVML / nvidia-smi index
-  std::string busId;     // "0000:01:00.0"; empty when unknown
-  std::string name;      // CUDA's device name
-  ComputeCapability cc;  // unknown when the probe did not get that far
+  int index = 0;             // NVML / nvidia-smi index
+  std::string busId;         // "0000:01:00.0"; empty when unknown
+  std::string name;          // CUDA's device name
+  ComputeCapability cc;      // unknown when the probe did not get that far
   double hostCopyGBs = NAN;  // pinned host-to-device copy bandwidth: what this GPU's own link gives
 };
 
@@ -36,9 +36,9 @@ struct HealthPair {
   int b = 0;
   PathKind path = PathKind::Unknown;  // from the topology
   int nvlinks = 0;
-  Support driverP2p = Support::Unknown;   // cudaDeviceCanAccessPeer(a, b)
-  Support nvmlRead = Support::Unknown;    // the topology's P2P read status a -> b
-  Support nvmlWrite = Support::Unknown;   // the topology's P2P write status a -> b
+  Support driverP2p = Support::Unknown;              // cudaDeviceCanAccessPeer(a, b)
+  Support nvmlRead = Support::Unknown;               // the topology's P2P read status a -> b
+  Support nvmlWrite = Support::Unknown;              // the topology's P2P write status a -> b
   PatternResult writeCheck = PatternResult::NotRun;  // a's kernel writes into b's memory, b reads it back
   PatternResult readCheck = PatternResult::NotRun;   // b's memory holds a pattern, a's kernel reads it
   std::string detail;                                // what went wrong, one line; empty when nothing did
@@ -58,9 +58,9 @@ struct HealthAllAtOnce {
 };
 
 struct HealthMeasurements {
-  std::vector<HealthGpu> gpus;    // the GPUs checked, in the order given
-  std::vector<HealthPair> pairs;  // every ordered pair a != b (or the one loopback pair)
-  HealthAllAtOnce allAtOnce;      // empty vectors when fewer than 3 GPUs or not run
+  std::vector<HealthGpu> gpus;          // the GPUs checked, in the order given
+  std::vector<HealthPair> pairs;        // every ordered pair a != b (or the one loopback pair)
+  HealthAllAtOnce allAtOnce;            // empty vectors when fewer than 3 GPUs or not run
   LinkClass link = LinkClass::Unknown;  // worst link among the GPUs checked (the table key's link)
   bool loopback = false;                // one GPU: its pair is (0, 0), which checks the tool, not a link
   std::string topologySource;           // "nvml+hwloc", "file ...": where path and NVML P2P came from

@@ -52,6 +52,16 @@ TEST(CliValues, PercentIsDecimal) {
     EXPECT_NE(parsePercentArg("--margin", bad, 0, 50, p), "") << bad;
 }
 
+TEST(CliValues, IndexListsAreDistinctWholeNumbers) {
+  std::vector<int> v;
+  EXPECT_EQ(parseIndexListArg("--gpus", "0,3,1", 63, v), "");
+  EXPECT_EQ(v, (std::vector<int>{0, 3, 1}));
+  for (const char* bad : {"", ",", "0,", ",0", "0,,1", "1,1", "-1", "+1", "64", "0x1", "1 ", "a"})
+    EXPECT_NE(parseIndexListArg("--gpus", bad, 63, v).find(std::string("bad --gpus '") + bad + "'"), std::string::npos)
+        << bad;
+  EXPECT_EQ(v, (std::vector<int>{0, 3, 1}));  // untouched by a bad value
+}
+
 TEST(CliValues, UnknownOptionPointsToHelp) {
   EXPECT_EQ(unknownOptionMessage("symmem-bench", "--x"), "unknown option --x (symmem-bench --help lists the options)");
 }

@@ -1,2 +1,0 @@
-// SPDX-License-Identifier: Apache-2.0
-// placeholder: filled in by the change that adds it
