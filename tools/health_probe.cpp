@@ -642,13 +642,14 @@ int childLimitSec(int steps, const HealthOptions& o) { return 15 + steps * o.tim
 
 }  // namespace
 
-HealthMeasurements runHealthProbe(const HealthPlan& plan, const HealthOptions& options,
-                                  const HealthProgress& progress) {
-  HealthMeasurements m = plan.skeleton;
+HealthProbeResult runHealthProbe(const HealthPlan& plan, const HealthOptions& options, const HealthProgress& progress) {
+  HealthProbeResult result{plan.skeleton, {}};
+  HealthMeasurements& m = result.measurements;
   const int n = static_cast<int>(m.gpus.size());
   if (n > kMaxGpus) {
-    progress("symmem-health: checks at most " + std::to_string(kMaxGpus) + " GPUs at once; use --gpus");
-    return m;
+    result.error =
+        "symmem-health: checks at most " + std::to_string(kMaxGpus) + " GPUs at once; choose them with --gpus";
+    return result;
   }
   std::vector<std::pair<int, int>> unordered;
   if (m.loopback) {
@@ -673,7 +674,13 @@ HealthMeasurements runHealthProbe(const HealthPlan& plan, const HealthOptions& o
       if (r->ccMajor[p] != 0) m.gpus[p].cc = ComputeCapability{r->ccMajor[p], r->ccMinor[p]};
       m.gpus[p].hostCopyGBs = r->hostCopyGBs[p];
     }
-    if (!problem.empty() || r->detail[0] != 0) progress("symmem-health: " + (problem.empty() ? r->detail : problem));
+    if (!problem.empty() || r->detail[0] != 0) {
+      result.error = "symmem-health: " + (problem.empty() ? std::string(r->detail) : problem);
+      return result;
+    }
+  } else {
+    result.error = "symmem-health: cannot map memory shared with the probe";
+    return result;
   }
 
   // Every pair, each in its own child.
@@ -742,7 +749,7 @@ HealthMeasurements runHealthProbe(const HealthPlan& plan, const HealthOptions& o
       }
     }
   }
-  return m;
+  return result;
 }
 
 }  // namespace symmem

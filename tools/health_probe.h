@@ -21,8 +21,13 @@ namespace symmem {
 // One line per step started ("[3/8] GPU0<->GPU1 ..."); on stderr in symmem-health.
 using HealthProgress = std::function<void(const std::string&)>;
 
-// Fills the measured fields of plan.skeleton's copy and returns it. `busIds` of the skeleton's GPUs
-// pick the CUDA devices (by PCI bus id; by index when unknown).
-HealthMeasurements runHealthProbe(const HealthPlan& plan, const HealthOptions& options, const HealthProgress& progress);
+struct HealthProbeResult {
+  HealthMeasurements measurements;  // plan.skeleton with the measured fields filled in
+  std::string error;                // the probe could not run at all (no CUDA device for a GPU): "" otherwise
+};
+
+// The skeleton's GPUs are found by PCI bus id (by index when unknown). When the first child cannot
+// open every GPU, nothing else runs: a pair cannot be judged on a GPU CUDA does not give us.
+HealthProbeResult runHealthProbe(const HealthPlan& plan, const HealthOptions& options, const HealthProgress& progress);
 
 }  // namespace symmem
