@@ -4,7 +4,9 @@
 // at once. The probe (tools/health_probe.h, on GPUs, in child processes) fills it; the rules
 // (tools/health_rules.h, pure) judge it; tests judge recorded values. NaN: not measured.
 #include <cmath>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/capability.h"
@@ -22,6 +24,37 @@ enum class PatternResult : int {
   Fault,     // a CUDA error or the child died (detail says which)
 };
 
+// Stable names for the CSV (tools/health_csv.h), the table and the messages.
+constexpr std::string_view patternResultName(PatternResult r) {
+  switch (r) {
+    case PatternResult::NotRun:
+      return "not-run";
+    case PatternResult::Ok:
+      return "ok";
+    case PatternResult::Mismatch:
+      return "mismatch";
+    case PatternResult::Timeout:
+      return "timeout";
+    case PatternResult::Fault:
+      return "fault";
+  }
+  return "not-run";
+}
+
+// The inverse of patternResultName, exact names only.
+constexpr std::optional<PatternResult> parsePatternResult(std::string_view name) {
+  for (PatternResult r : {PatternResult::NotRun, PatternResult::Ok, PatternResult::Mismatch, PatternResult::Timeout,
+                          PatternResult::Fault}) {
+    if (name == patternResultName(r)) return r;
+  }
+  return std::nullopt;
+}
+
+// Whether the check ran and found P2P not working (a wrong word, a hang or a fault).
+constexpr bool patternFailed(PatternResult r) {
+  return r == PatternResult::Mismatch || r == PatternResult::Timeout || r == PatternResult::Fault;
+}
+
 struct HealthGpu {
   int index = 0;             // NVML / nvidia-smi index
   std::string busId;         // "0000:01:00.0"; empty when unknown
@@ -31,6 +64,8 @@ struct HealthGpu {
 };
 
 // One ordered pair: GPU `a` acting on the memory of GPU `b` (a == b: loopback, one-GPU machines).
+// `a` and `b` are positions in HealthMeasurements::gpus; messages and the CSV name the GPUs by their
+// HealthGpu::index (the number nvidia-smi prints), which differs when --gpus picks a subset.
 struct HealthPair {
   int a = 0;
   int b = 0;
