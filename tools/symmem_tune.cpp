@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// symmem-tune: measures stock NCCL against the symmetric one-shot and two-shot all-reduce on this
-// machine's GPUs and writes the table file the plugin reads (SYMMEM_TABLE). docs/tuning.md has the
-// method and the options.
+// symmem-tune: measures stock NCCL, NCCL forced to each ring/tree x ll/ll128/simple configuration and
+// the symmetric one-shot and two-shot all-reduce in each variant on this machine's GPUs, and writes the
+// table file the plugin reads (SYMMEM_TABLE): symmetric bands for the small sizes, NCCL bands above.
+// docs/tuning.md has the method and the options.
 //
 // The parent never initialises CUDA: it checks the machine from the topology (NVML), loads NCCL with
-// dlopen, then forks one process per rank for each world size (tools/bench_ranks.h) and reads their
-// medians back from shared memory. The choice of limits is tools/tune_crossover.h, a pure function.
+// dlopen, then for each world size forks one set of rank processes for stock NCCL and the kernels and
+// one per NCCL configuration (tools/tune_measure.h), and reads their medians back from shared memory.
+// The choice of bands is tools/tune_bands.h, a pure function.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -22,7 +25,9 @@
 #include "plugin/process.h"
 #include "tools/bench_ranks.h"
 #include "tools/nccl_library.h"
+#include "tools/tune_bands.h"
 #include "tools/tune_crossover.h"
+#include "tools/tune_csv.h"
 #include "tools/tune_measure.h"
 #include "tools/tune_options.h"
 #include "tools/tune_output.h"
@@ -63,16 +68,36 @@ std::string fileText(const char* path) {
 std::string methodLine(const TuneOptions& o, const std::vector<uint64_t>& sizes) {
   char margin[16];
   std::snprintf(margin, sizeof margin, "%g%%", o.margin * 100.0);
+  std::string variants;
+  for (SymVariant v : o.variants) variants += (variants.empty() ? "" : ",") + std::string(symVariantName(v));
+  const char* configs = o.ncclConfigs == NcclConfigSet::Default ? "default"
+                        : o.ncclConfigs == NcclConfigSet::All   ? "all"
+                        : o.ncclConfigs == NcclConfigSet::None  ? "none"
+                                                                : "listed";
   return "CUDA graphs of " + std::to_string(o.callsPerBatch) + " calls (fewer above 256KiB), median of " +
          std::to_string(o.rounds) + " rounds x " + std::to_string(o.batchesPerRound) + " replays per path, " + o.dtype +
          " sum in place, sizes " + formatBytes(sizes.front()) + "-" + formatBytes(sizes.back()) + " x" +
-         std::to_string(o.sizeStep) + ", margin " + margin;
+         std::to_string(o.sizeStep) + ", variants " + (variants.empty() ? "none" : variants) + ", NCCL configs " +
+         configs + ", simplest path within a margin of " + margin + " of the fastest";
 }
 
 template <class T>
 T* mapShared() {
   void* mem = bench::mapSharedBetweenRanks(sizeof(T));
   return mem == nullptr ? nullptr : new (mem) T();
+}
+
+// One set of forked ranks and what it left in its report.
+struct RankSetRun {
+  int code = 0;
+  TuneRankReport* report = nullptr;
+};
+
+bool writeFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  out.close();
+  return static_cast<bool>(out);
 }
 
 }  // namespace
@@ -93,6 +118,10 @@ int main(int argc, char** argv) {
   // Before the measurement, which can take an hour, not after it.
   if (const std::string why = tuneOutputProblem(o.out); !o.planOnly && !why.empty()) {
     std::fprintf(stderr, "symmem-tune: cannot write --out %s: %s\n", o.out.c_str(), why.c_str());
+    return 2;
+  }
+  if (const std::string why = o.csv.empty() ? "" : tuneOutputProblem(o.csv); !o.planOnly && !why.empty()) {
+    std::fprintf(stderr, "symmem-tune: cannot write --csv %s: %s\n", o.csv.c_str(), why.c_str());
     return 2;
   }
 
@@ -125,58 +154,104 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  // Stock NCCL must be measured as stock: no tuner plugin (ours would route the small sizes to our kernels).
-  if (const char* tuner = std::getenv("NCCL_TUNER_PLUGIN")) {
-    std::fprintf(stderr, "symmem-tune: NCCL_TUNER_PLUGIN=%s is ignored while measuring stock NCCL\n", tuner);
-    unsetenv("NCCL_TUNER_PLUGIN");
-  }
+  // Stock NCCL must be measured as stock: no tuner plugin (ours would route the small sizes to our kernels)
+  // and no forced algorithm or protocol (the NCCL configurations set those in their own rank processes).
+  for (const char* name : {"NCCL_TUNER_PLUGIN", "NCCL_ALGO", "NCCL_PROTO"})
+    if (const char* value = std::getenv(name)) {
+      std::fprintf(stderr, "symmem-tune: %s=%s is ignored while measuring stock NCCL\n", name, value);
+      unsetenv(name);
+    }
   // As symmem-bench: NVLink SHARP (multicast) stays off unless the user sets it.
   setenv("NCCL_NVLS_ENABLE", "0", 0);
   // A plan from a topology file has no bus ids: ranks then use the index, counted as nvidia-smi does.
   setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 0);
 
   const auto start = std::chrono::steady_clock::now();
-  const int stepsPerWorld = static_cast<int>(plan.sizes.size()) * kTunePaths * o.rounds;
   const int stepsTotal = plan.steps(o.rounds);
   std::vector<TunedWorld> tuned;
-  std::vector<std::string> failures;
+  std::vector<std::string> failures;  // what leaves a world or a path out of the table
+  std::vector<std::string> notes;     // NCCL configurations that were not available: not failures
   TuneProvenance provenance;
   bool wrongResults = false;
   int stepsBefore = 0;
   for (const TuneWorld& world : plan.worlds) {
-    bench::RankRendezvous* rendezvous = bench::mapRendezvous();
-    TuneRankReport* report = mapShared<TuneRankReport>();
-    if (rendezvous == nullptr || report == nullptr) {
-      std::fprintf(stderr, "symmem-tune: cannot map memory shared with the ranks\n");
-      return 1;
-    }
-    TuneRankJob job;
-    job.world = &world;
-    job.options = &o;
-    job.sizes = &plan.sizes;
-    job.nccl = &nccl;
-    job.rendezvous = rendezvous;
-    job.report = report;
-    job.stepsBefore = stepsBefore;
-    job.stepsTotal = stepsTotal;
-    job.start = start;
-    const int code = bench::runForkedRanks(
-        world.nRanks, "symmem-tune", o.timeoutSec, [&](int rank) { return measureTuneRank(job, rank); }, true);
-    stepsBefore += stepsPerWorld;
     const std::string key = "ranks=" + std::to_string(world.nRanks);
-    if (code != 0) {
-      const std::string why = report->error[0]              ? std::string(report->error)
-                              : code == bench::kRanksNotRun ? std::string("the ranks could not be run (above)")
-                                                            : "a rank exited with " + std::to_string(code);
-      failures.push_back(key + ": " + why);
+    const int sizeCount = static_cast<int>(plan.sizes.size());
+    // One set of ranks: stock NCCL with the kernels, or one NCCL configuration alone.
+    auto runSet = [&](TunePath ncclPath, const std::vector<TunePath>& symmetricPaths) {
+      RankSetRun run;
+      bench::RankRendezvous* rendezvous = bench::mapRendezvous();
+      run.report = mapShared<TuneRankReport>();
+      if (rendezvous == nullptr || run.report == nullptr) {
+        std::fprintf(stderr, "symmem-tune: cannot map memory shared with the ranks\n");
+        std::exit(1);
+      }
+      TuneRankJob job;
+      job.world = &world;
+      job.options = &o;
+      job.sizes = &plan.sizes;
+      job.nccl = &nccl;
+      job.rendezvous = rendezvous;
+      job.report = run.report;
+      job.ncclPath = ncclPath;
+      job.symmetricPaths = symmetricPaths;
+      job.stepsBefore = stepsBefore;
+      job.stepsTotal = stepsTotal;
+      job.start = start;
+      run.code = bench::runForkedRanks(
+          world.nRanks, "symmem-tune", o.timeoutSec, [&](int rank) { return measureTuneRank(job, rank); }, true);
+      stepsBefore += sizeCount * static_cast<int>(job.paths().size()) * o.rounds;
+      return run;
+    };
+    auto whyFailed = [](const RankSetRun& run) {
+      return run.report->error[0]              ? std::string(run.report->error)
+             : run.code == bench::kRanksNotRun ? std::string("the ranks could not be run (above)")
+             : run.code == 124                 ? std::string("the ranks ran past --timeout-s")
+                                               : "a rank exited with " + std::to_string(run.code);
+    };
+
+    TunedWorld result;
+    result.nRanks = world.nRanks;
+    result.link = world.link;
+    result.gpus = world.gpus;
+    result.paths = world.paths();
+    result.times.resize(plan.sizes.size());
+    for (size_t s = 0; s < plan.sizes.size(); ++s) result.times[s].bytes = plan.sizes[s];
+    // The report's columns of `paths` into the world's times: sizes not done stay NaN; a path that gave
+    // a wrong element at a size gets NaN there (it is never chosen).
+    auto take = [&](const RankSetRun& run, const std::vector<TunePath>& paths) {
+      const int done = std::clamp(run.report->sizesDone, 0, sizeCount);
+      for (int s = 0; s < done; ++s)
+        for (TunePath p : paths) {
+          const auto c = static_cast<size_t>(tunePathIndex(p));
+          SizeTimes& t = result.times[static_cast<size_t>(s)];
+          if (run.report->wrong[s][c] != 0) {
+            wrongResults = true;
+            failures.push_back(key + ": " + tunePathLabel(p) + " gave wrong results at " +
+                               formatBytes(plan.sizes[static_cast<size_t>(s)]));
+            continue;
+          }
+          t.medianUs[c] = run.report->medianUs[s][c];
+          t.minUs[c] = run.report->minUs[s][c];
+          t.maxUs[c] = run.report->maxUs[s][c];
+        }
+      return done;
+    };
+
+    const RankSetRun stock = runSet(TunePath::Nccl, world.symmetricPaths);
+    if (stock.code != 0) {
+      failures.push_back(key + ": " + whyFailed(stock));
+      stepsBefore += sizeCount * static_cast<int>(world.ncclConfigs.size()) * o.rounds;  // not run
       continue;
     }
+    const TuneRankReport* report = stock.report;
     const ComputeCapability cc{report->ccMajor[0], report->ccMinor[0]};
     bool sameCc = true;
     for (int r = 1; r < world.nRanks; ++r)
       sameCc = sameCc && report->ccMajor[r] == cc.major && report->ccMinor[r] == cc.minor;
     if (!sameCc || (provenance.capability.known() && provenance.capability != cc)) {
       failures.push_back(key + ": the GPUs report different compute capabilities");
+      stepsBefore += sizeCount * static_cast<int>(world.ncclConfigs.size()) * o.rounds;
       continue;
     }
     if (!provenance.capability.known()) {
@@ -185,28 +260,42 @@ int main(int argc, char** argv) {
       provenance.cudaRuntimeVersion = report->cudaRuntimeVersion;
       provenance.cudaDriverVersion = report->cudaDriverVersion;
     }
-    std::vector<SizeMedians> medians;
-    for (size_t s = 0; s < plan.sizes.size(); ++s) {
-      SizeMedians m{plan.sizes[s], report->medianUs[s][0], report->medianUs[s][1], report->medianUs[s][2]};
-      double* us[kTunePaths] = {&m.ncclUs, &m.oneShotUs, &m.twoShotUs};
-      for (int path = 0; path < kTunePaths; ++path)
-        if (report->wrong[s][path] != 0) {
-          *us[path] = NAN;  // a path with wrong results is never chosen
-          wrongResults = true;
-          failures.push_back(key + ": " + tunePathName(path) + " gave wrong results at " + formatBytes(plan.sizes[s]));
-        }
-      medians.push_back(m);
+    std::vector<TunePath> stockPaths = {TunePath::Nccl};
+    stockPaths.insert(stockPaths.end(), world.symmetricPaths.begin(), world.symmetricPaths.end());
+    take(stock, stockPaths);
+
+    for (TunePath config : world.ncclConfigs) {
+      const RankSetRun run = runSet(config, {});
+      const int done = take(run, {config});
+      if (done >= sizeCount) continue;
+      const std::string from = formatBytes(plan.sizes[static_cast<size_t>(done)]);
+      if (run.code == 0)
+        notes.push_back(key + ": NCCL refused " + tunePathLabel(config) + " at " + from + " (" + run.report->refusal +
+                        "): not available from there on");
+      else
+        notes.push_back(key + ": " + tunePathLabel(config) + " not available from " + from + " (" + whyFailed(run) +
+                        ")");
     }
-    TunedWorld result{world.nRanks, world.link, world.gpus, findCrossover(medians, o.margin)};
-    std::printf("%s", summaryTable(result, cc, medians).c_str());
+
+    result.bands = chooseBands(result.times, world.nRanks, o.margin);
+    std::printf("%s", summaryTable(result, cc).c_str());
     std::fflush(stdout);
     tuned.push_back(std::move(result));
   }
 
+  for (const std::string& f : notes) std::fprintf(stderr, "symmem-tune: note: %s\n", f.c_str());
   for (const std::string& f : failures) std::fprintf(stderr, "symmem-tune: %s\n", f.c_str());
   if (tuned.empty()) {
     std::fprintf(stderr, "symmem-tune: no world size was measured; %s not written\n", o.out.c_str());
     return 3;
+  }
+  // The data first: it is worth keeping even when the table cannot be written.
+  if (!o.csv.empty()) {
+    if (!writeFile(o.csv, tuneCsvText(tuned, provenance.capability))) {
+      std::fprintf(stderr, "symmem-tune: cannot write %s\n", o.csv.c_str());
+      return 1;
+    }
+    std::printf("\nwrote %s (every median, one row per world, size and path)\n", o.csv.c_str());
   }
   provenance.kernelDriver = nvidiaDriverVersion(fileText("/proc/driver/nvidia/version"));
   provenance.ncclVersion = ncclVersion;
@@ -222,17 +311,17 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "symmem-tune: %s\n", error.c_str());
     return 5;
   }
-  std::ofstream out(o.out);
-  out << text;
-  out.close();
-  if (!out) {
+  if (!writeFile(o.out, text)) {
     std::fprintf(stderr, "symmem-tune: cannot write %s\n", o.out.c_str());
     return 1;
   }
   std::printf("\nwrote %s:\n", o.out.c_str());
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);)
-    if (line.rfind("entry ", 0) == 0) std::printf("  %s\n", line.c_str());
+    if (line.rfind("entry ", 0) == 0 || line.rfind("sym ", 0) == 0 || line.rfind("band ", 0) == 0)
+      std::printf("  %s\n", line.c_str());
+  if (entries.size() < tuned.size())
+    std::printf("  (a world where nothing was measured has no entry: it keeps the built-in one)\n");
   std::printf("use it: SYMMEM_TABLE=%s NCCL_TUNER_PLUGIN=symmem <your NCCL program>\n", o.out.c_str());
   if (!failures.empty())
     std::fprintf(stderr, "symmem-tune: %zu problem(s) above; the table holds only what was measured cleanly\n",

@@ -1,54 +1,118 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// Where the symmetric kernels stop paying off: from per-size median latencies of stock NCCL, our
-// one-shot and our two-shot kernels to the two byte limits a table entry holds.
+// The paths symmem-tune times (its candidates) and the choice among them at one message size.
 //
-// Rules (docs/tuning.md explains why):
-//  - A path "wins" at a size only if its median is at most (1 - margin) x NCCL's median there: a
-//    tie inside the margin is noise, and NCCL, the safe default, keeps the size.
-//  - The one-shot limit is the largest measured size S such that one-shot wins at S and at every
-//    measured size below S. One loss ends the range: the table has one limit per path, so a win
-//    above a loss (a "hole") cannot be expressed, and guessing across it would route sizes that lost.
-//  - The two-shot limit is the largest S above the one-shot limit such that, at every measured size
-//    from the first one above the one-shot limit up to S, two-shot wins against NCCL and is faster
-//    than one-shot (where one-shot was measured). It is 0 (off) when the first such size already fails.
-//  - A path without a measurement at a size (NaN: not run, failed, or gave wrong results) loses there.
-// Pure: no CUDA, no I/O; symmem-tune and the unit tests call it.
+// The candidates, in their fixed order of simplicity (also the CSV's order of paths):
+//   stock NCCL (no NCCL_ALGO / NCCL_PROTO: what an application gets without nccl-symmem),
+//   NCCL forced to ring/ll, ring/ll128, ring/simple, tree/ll, tree/ll128, tree/simple,
+//   one-shot push, pull, staged, then two-shot push, pull, staged.
+// Stock first: it needs no table line at all. NCCL's own algorithms next: a band only steers NCCL's
+// choice and falls back to NCCL's own one where the cell is not available. Then the symmetric kernels,
+// one-shot before two-shot (one kernel launch, no intermediate buffer), push before pull before staged
+// (the order core/sym_variant.h gives them).
+//
+// The rule at one size: the chosen candidate is the simplest one whose median t_c is within the margin
+// of the fastest median t_f, that is t_c x (1 - margin) <= t_f. So a candidate replaces a simpler one only
+// when it is faster by more than the margin (a symmetric path beats stock NCCL only so), and a near tie
+// keeps the simpler choice. A candidate without a number (NaN: not measured, not available, or wrong
+// results) is never chosen. Pure: no CUDA, no I/O.
+#include <array>
+#include <bitset>
+#include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
-#include <vector>
+#include <string_view>
+
+#include "core/decision.h"
 
 namespace symmem {
 
-// Median per-call latency in microseconds of each path at one message size; NaN: not measured.
-struct SizeMedians {
-  uint64_t bytes = 0;
-  double ncclUs = 0;
-  double oneShotUs = 0;
-  double twoShotUs = 0;
+enum class TunePath : int {
+  Nccl,  // stock NCCL
+  NcclRingLL,
+  NcclRingLL128,
+  NcclRingSimple,
+  NcclTreeLL,
+  NcclTreeLL128,
+  NcclTreeSimple,
+  OneShotPush,
+  OneShotPull,
+  OneShotStaged,
+  TwoShotPush,
+  TwoShotPull,
+  TwoShotStaged,
 };
+inline constexpr int kNumTunePaths = 13;
+inline constexpr int kNumNcclConfigs = 6;  // the forced ring/tree x ll/ll128/simple paths
 
-enum class TunedChoice : int { Nccl, OneShot, TwoShot };
-const char* tunedChoiceName(TunedChoice c);  // "nccl", "one-shot", "two-shot"
+constexpr int tunePathIndex(TunePath p) { return static_cast<int>(p); }
+constexpr TunePath tunePathAt(int index) { return static_cast<TunePath>(index); }
 
-// What the limits mean for one measured size, and why.
-struct SizeVerdict {
+// NCCL with or without a forced configuration (stock or a config), or one of our kernels.
+constexpr bool isNcclPath(TunePath p) { return tunePathIndex(p) <= tunePathIndex(TunePath::NcclTreeSimple); }
+constexpr bool isNcclConfig(TunePath p) { return isNcclPath(p) && p != TunePath::Nccl; }
+constexpr bool isSymmetricPath(TunePath p) { return !isNcclPath(p); }
+
+// The forced algorithm and protocol of a config (Any for stock NCCL and the symmetric paths).
+NcclAlgo ncclAlgoOf(TunePath p);
+NcclProto ncclProtoOf(TunePath p);
+// The config forcing `algo` and `proto`; nullopt for anything but ring/tree x ll/ll128/simple.
+std::optional<TunePath> ncclConfigPath(NcclAlgo algo, NcclProto proto);
+
+// The kernel and variant of a symmetric path (meaningless for NCCL paths).
+SymAlgo symAlgoOf(TunePath p);
+SymVariant symVariantOf(TunePath p);
+TunePath symmetricPath(SymAlgo algo, SymVariant variant);
+
+// The CSV's path column: "nccl", "nccl-ring-ll", ..., "oneshot-push", ..., "twoshot-staged".
+std::string_view tunePathName(TunePath p);
+// The summary's column heading, at most 11 characters: "stock", "ring/simple", "1s-push", "2s-staged".
+std::string_view tunePathHeading(TunePath p);
+// For sentences (the why of a verdict, the progress line): "stock NCCL", "NCCL ring/ll", "one-shot pull".
+std::string tunePathLabel(TunePath p);
+
+// A set of candidates (bit i: TunePath i).
+using TunePathSet = std::bitset<kNumTunePaths>;
+TunePathSet allTunePaths();
+TunePathSet ncclTunePaths();  // stock NCCL and the six configs
+
+inline constexpr double kNotMeasured = NAN;
+
+// Per-call microseconds of every path at one message size (NaN: not measured, not available, wrong
+// results): the median of its samples, which the rule uses, and the fastest and slowest sample.
+struct SizeTimes {
   uint64_t bytes = 0;
-  TunedChoice chosen = TunedChoice::Nccl;  // what the written limits route this size to
-  bool oneShotWins = false;                // one-shot beats NCCL by the margin here
-  bool twoShotWins = false;                // two-shot beats NCCL by the margin and is faster than one-shot
-  std::string why;                         // one line, e.g. "one-shot 6.20 us <= 0.95 x NCCL 13.64 us"
-};
+  std::array<double, kNumTunePaths> medianUs = unmeasured();
+  std::array<double, kNumTunePaths> minUs = unmeasured();
+  std::array<double, kNumTunePaths> maxUs = unmeasured();
 
-struct Crossover {
-  uint64_t oneShotMaxBytes = 0;    // 0: one-shot off
-  uint64_t twoShotMaxBytes = 0;    // 0: two-shot off; otherwise > oneShotMaxBytes
-  std::vector<SizeVerdict> sizes;  // one per input size, in ascending size order
+  double median(TunePath p) const { return medianUs[static_cast<size_t>(tunePathIndex(p))]; }
+  void setMedian(TunePath p, double us) { medianUs[static_cast<size_t>(tunePathIndex(p))] = us; }
+
+  static std::array<double, kNumTunePaths> unmeasured() {
+    std::array<double, kNumTunePaths> a{};
+    a.fill(kNotMeasured);
+    return a;
+  }
 };
 
 inline constexpr double kDefaultTuneMargin = 0.05;
 
-// `medians` may come in any order; sizes must be distinct and non-zero. margin is in [0, 1).
-Crossover findCrossover(std::vector<SizeMedians> medians, double margin = kDefaultTuneMargin);
+// The choice at one size among the candidates in `allowed`.
+struct SizeChoice {
+  TunePath chosen = TunePath::Nccl;   // stock NCCL when no allowed candidate has a number
+  TunePath fastest = TunePath::Nccl;  // the allowed candidate with the smallest median
+  bool measured = false;              // some allowed candidate has a number
+  // One line: "one-shot pull 6.10 us < 0.95 x stock NCCL 13.60 us", "NCCL ring/ll 26.20 us < 0.95 x stock
+  // NCCL 48.20 us", "one-shot push 7.00 us within 5% of one-shot pull 6.80 us: simpler kept", ...
+  std::string why;
+};
+
+// margin is in [0, 1).
+SizeChoice chooseAtSize(const SizeTimes& times, double margin, TunePathSet allowed = allTunePaths());
+
+// "6.10 us", or "not measured" for NaN.
+std::string microsecondsText(double us);
 
 }  // namespace symmem

@@ -3,13 +3,13 @@
 
 #include <cuda_runtime_api.h>
 #include <unistd.h>
-#include <functional>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -36,10 +36,10 @@ int reportProblem(TuneRankReport* report, int rank, int code, const std::string&
   return code;
 }
 
-void showProgress(const TuneRankJob& job, int step, const char* path, uint64_t bytes, int round) {
+void showProgress(const TuneRankJob& job, int step, TunePath path, uint64_t bytes, int round) {
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - job.start).count();
-  const std::string line = progressLine(job.stepsBefore + step, job.stepsTotal, elapsed, job.world->nRanks, path, bytes,
-                                        round, job.options->rounds);
+  const std::string line = progressLine(job.stepsBefore + step, job.stepsTotal, elapsed, job.world->nRanks,
+                                        tunePathLabel(path), bytes, round, job.options->rounds);
   // On a terminal one line is rewritten in place; in a log every step is a line of its own.
   if (isatty(STDERR_FILENO))
     std::fprintf(stderr, "\r\033[K%s", line.c_str());
@@ -47,13 +47,30 @@ void showProgress(const TuneRankJob& job, int step, const char* path, uint64_t b
     std::fprintf(stderr, "%s\n", line.c_str());
 }
 
+// NCCL's spelling of a configuration for NCCL_ALGO / NCCL_PROTO (it compares without case).
+void forceNcclConfig(TunePath config) {
+  setenv("NCCL_ALGO", std::string(ncclAlgoName(ncclAlgoOf(config))).c_str(), 1);
+  setenv("NCCL_PROTO", std::string(ncclProtoName(ncclProtoOf(config))).c_str(), 1);
+}
+
 }  // namespace
+
+std::vector<TunePath> TuneRankJob::paths() const {
+  std::vector<TunePath> all = {ncclPath};
+  all.insert(all.end(), symmetricPaths.begin(), symmetricPaths.end());
+  return all;
+}
 
 int measureTuneRank(const TuneRankJob& job, int rank) {
   const TuneOptions& o = *job.options;
   const NcclLibrary& nccl = *job.nccl;
   const int n = job.world->nRanks;
   TuneRankReport* report = job.report;
+  const bool config = isNcclConfig(job.ncclPath);
+  const std::vector<TunePath> paths = job.paths();
+
+  // Before any NCCL call of this process: its communicator keeps what it reads at init.
+  if (config) forceNcclConfig(job.ncclPath);
 
   // The rank's GPU by PCI bus id: NVML's numbering (the plan's) need not be CUDA's.
   int device = job.world->gpus[rank];
@@ -99,74 +116,108 @@ int measureTuneRank(const TuneRankJob& job, int rank) {
   void* buffer = nullptr;
   CUDA_CHECK(cudaMalloc(&buffer, std::max<uint64_t>(largest, 4096)));
 
-  // Both kernels sized for every measured size: the crossover needs both paths at each size.
-  kernels::SymmetricConfig cfg;
-  cfg.rank = rank;
-  cfg.nRanks = n;
-  cfg.device = device;
-  cfg.oneShotMaxBytes = largest;
-  cfg.twoShotMaxBytes = largest;
-  NcclRecordGather allGather(nccl.allGather, comm, n);
-  std::string whyNot;
-  std::unique_ptr<SymmetricComm> ours = SymmetricComm::create(cfg, std::ref(allGather), &whyNot);
-  if (!ours) return reportProblem(report, rank, 5, "the symmetric path could not be set up: " + whyNot);
+  // Both kernels sized for every measured size: the bands need every path at each size.
+  std::unique_ptr<SymmetricComm> ours;
+  if (!job.symmetricPaths.empty()) {
+    kernels::SymmetricConfig cfg;
+    cfg.rank = rank;
+    cfg.nRanks = n;
+    cfg.device = device;
+    cfg.oneShotMaxBytes = largest;
+    cfg.twoShotMaxBytes = largest;
+    NcclRecordGather allGather(nccl.allGather, comm, n);
+    std::string whyNot;
+    ours = SymmetricComm::create(cfg, std::ref(allGather), &whyNot);
+    if (!ours) return reportProblem(report, rank, 5, "the symmetric path could not be set up: " + whyNot);
+  }
+
+  // Every rank learns whether any rank's NCCL refused the configuration (they must stop together: a
+  // rank that went on would wait for the others in the next collective).
+  auto refusedByAny = [&](size_t s, int phase, bool refusedHere, ncclResult_t why) {
+    if (refusedHere && report->refusals[s][phase].fetch_add(1) == 0)
+      std::snprintf(report->refusal, sizeof report->refusal, "%s", nccl.getErrorString(why));
+    barrier.wait();
+    return report->refusals[s][phase].load() > 0;
+  };
 
   int step = 0;
   for (size_t s = 0; s < job.sizes->size(); ++s) {
     const uint64_t bytes = (*job.sizes)[s];
     const size_t count = bytes / format.bytes;
-    // One in-place all-reduce of `buffer` on the path in report column `path`.
-    auto call = [&](int path) -> bool {
-      const TunedChoice choice = kTunePathOrder[path];
-      if (choice == TunedChoice::Nccl)
-        return nccl.allReduce(buffer, buffer, count, type.nccl, ncclSum, comm, stream) == ncclSuccess;
-      return ours->allReduce(buffer, buffer, count, type.ours, ReduceOp::Sum,
-                             choice == TunedChoice::OneShot ? Algorithm::OneShot : Algorithm::TwoShot,
-                             stream) == kernels::Status::Ok;
+    ncclResult_t ncclResult = ncclSuccess;
+    // One in-place all-reduce of `buffer` on `path`.
+    auto call = [&](TunePath path) -> bool {
+      if (isNcclPath(path)) {
+        ncclResult = nccl.allReduce(buffer, buffer, count, type.nccl, ncclSum, comm, stream);
+        return ncclResult == ncclSuccess;
+      }
+      const kernels::KernelChoice kernel(symAlgoOf(path) == SymAlgo::OneShot ? Algorithm::OneShot : Algorithm::TwoShot,
+                                         symVariantOf(path));
+      return ours->allReduce(buffer, buffer, count, type.ours, ReduceOp::Sum, kernel, stream) == kernels::Status::Ok;
+    };
+    // A configuration NCCL does not take ends this set here; stock NCCL or a kernel refusing is a failure.
+    auto stopHere = [&]() {
+      report->sizesDone = static_cast<int>(s);
+      if (rank == 0)
+        std::fprintf(stderr, "%s[rank 0] NCCL refused %s at %llu bytes (%s): not available from here on\n",
+                     isatty(STDERR_FILENO) ? "\n" : "", tunePathLabel(job.ncclPath).c_str(),
+                     static_cast<unsigned long long>(bytes), report->refusal);
+      return 0;  // the process ends: NCCL's resources go with it, without a destroy that could wait
     };
 
     // Check each path once (exact integer sums); a path that computes wrong results is never chosen.
-    for (int path = 0; path < kTunePaths; ++path) {
+    for (TunePath path : paths) {
       const long long wrong =
           bench::countWrongAfterOneCall(rank, n, barrier, stream, buffer, count, format, [&] { return call(path); });
-      if (wrong < 0)
+      if (isNcclPath(path) && refusedByAny(s, 0, wrong < 0, ncclResult)) {
+        if (config) return stopHere();
         return reportProblem(report, rank, 6,
-                             std::string(tunePathName(path)) + " refused " + std::to_string(bytes) + " bytes");
-      if (wrong != 0) report->wrong[s][path] = wrong;  // any rank: the parent only needs "not zero"
+                             "stock NCCL refused " + std::to_string(bytes) + " bytes: " + report->refusal);
+      }
+      if (wrong < 0)
+        return reportProblem(report, rank, 6, tunePathLabel(path) + " refused " + std::to_string(bytes) + " bytes");
+      const auto column = static_cast<size_t>(tunePathIndex(path));
+      if (wrong != 0) report->wrong[s][column] = wrong;  // any rank: the parent only needs "not zero"
       if (wrong != 0)
-        std::fprintf(stderr, "[rank %d] %s gave %lld wrong elements at %llu bytes\n", rank, tunePathName(path), wrong,
-                     static_cast<unsigned long long>(bytes));
+        std::fprintf(stderr, "[rank %d] %s gave %lld wrong elements at %llu bytes\n", rank, tunePathLabel(path).c_str(),
+                     wrong, static_cast<unsigned long long>(bytes));
     }
 
     const int calls = callsForSize(bytes, o.callsPerBatch);
-    std::unique_ptr<bench::CapturedBatch> batches[kTunePaths];
-    for (int path = 0; path < kTunePaths; ++path) {
-      batches[path] = std::make_unique<bench::CapturedBatch>(rank, stream, calls, [&] { return call(path); });
-      if (!batches[path]->allCallsAccepted())
-        return reportProblem(report, rank, 6, std::string(tunePathName(path)) + " refused a call under graph capture");
+    std::vector<std::unique_ptr<bench::CapturedBatch>> batches;
+    for (TunePath path : paths) {
+      batches.push_back(std::make_unique<bench::CapturedBatch>(rank, stream, calls, [&] { return call(path); }));
+      const bool accepted = batches.back()->allCallsAccepted();
+      if (isNcclPath(path) && refusedByAny(s, 1, !accepted, ncclResult)) {
+        if (config) return stopHere();
+        return reportProblem(report, rank, 6,
+                             "stock NCCL refused a call under graph capture: " + std::string(report->refusal));
+      }
+      if (!accepted) return reportProblem(report, rank, 6, tunePathLabel(path) + " refused a call under graph capture");
     }
     barrier.wait();
     for (auto& batch : batches) batch->replay();  // warm-up
     CUDA_CHECK(cudaStreamSynchronize(stream));
 
     bench::BatchTimer timer(rank, barrier, stream);
-    std::vector<double> samples[kTunePaths];
+    std::vector<std::vector<double>> samples(paths.size());
     for (int round = 0; round < o.rounds; ++round)
-      for (int path = 0; path < kTunePaths; ++path) {
-        if (rank == 0) showProgress(job, step, tunePathName(path), bytes, round);
+      for (size_t k = 0; k < paths.size(); ++k) {
+        if (rank == 0) showProgress(job, step, paths[k], bytes, round);
         ++step;
-        const std::vector<double> us = timer.time(o.batchesPerRound, calls, [&] { batches[path]->replay(); });
-        samples[path].insert(samples[path].end(), us.begin(), us.end());
+        const std::vector<double> us = timer.time(o.batchesPerRound, calls, [&] { batches[k]->replay(); });
+        samples[k].insert(samples[k].end(), us.begin(), us.end());
       }
     if (rank == 0)
-      for (int path = 0; path < kTunePaths; ++path) {
-        std::sort(samples[path].begin(), samples[path].end());
-        report->medianUs[s][path] = bench::medianOfSorted(samples[path]);
-        report->minUs[s][path] = samples[path].front();
-        report->maxUs[s][path] = samples[path].back();
+      for (size_t k = 0; k < paths.size(); ++k) {
+        const auto column = static_cast<size_t>(tunePathIndex(paths[k]));
+        std::sort(samples[k].begin(), samples[k].end());
+        report->medianUs[s][column] = bench::medianOfSorted(samples[k]);
+        report->minUs[s][column] = samples[k].front();
+        report->maxUs[s][column] = samples[k].back();
       }
-    for (auto& batch : batches) batch.reset();  // graphs go before any ncclCommDestroy
-    if (ours->deviceStatus() != kernels::Status::Ok)
+    batches.clear();  // graphs go before any ncclCommDestroy
+    if (ours && ours->deviceStatus() != kernels::Status::Ok)
       return reportProblem(report, rank, 7,
                            std::string("the symmetric path reports ") + kernels::statusName(ours->deviceStatus()) +
                                " at " + std::to_string(bytes) + " bytes");

@@ -2,7 +2,9 @@
 #include "tools/tune_options.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
+#include <optional>
 #include <set>
 
 #include "core/table_file.h"
@@ -37,28 +39,103 @@ bool parseIndexList(const std::string& text, std::vector<int>& out) {
 
 bool isPowerOfTwo(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
+// "a,b,c" -> {"a", "b", "c"}; an empty item stays (the callers refuse it by name).
+std::vector<std::string> commaItems(const std::string& text) {
+  std::vector<std::string> items;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = text.find(',', start);
+    items.push_back(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) return items;
+    start = comma + 1;
+  }
+}
+
+std::string lowered(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
+// --variants: "pull,push" -> {Push, Pull}. Each name at most once; the result in the variants' order.
+std::string parseVariants(const std::string& text, std::vector<SymVariant>& out) {
+  const std::string expected = "expected a comma-separated list of push, pull and staged, each at most once";
+  std::vector<bool> named(kNumSymVariants, false);
+  for (const std::string& item : commaItems(text)) {
+    const std::optional<SymVariant> v = parseSymVariant(item);
+    if (!v)
+      return "bad --variants '" + text + "': " + (item.empty() ? "empty name" : "no variant '" + item + "'") + "; " +
+             expected;
+    if (named[static_cast<size_t>(*v)]) return "bad --variants '" + text + "': '" + item + "' named twice; " + expected;
+    named[static_cast<size_t>(*v)] = true;
+  }
+  out.clear();
+  for (int i = 0; i < kNumSymVariants; ++i)
+    if (named[static_cast<size_t>(i)]) out.push_back(static_cast<SymVariant>(i));
+  return {};
+}
+
+// --nccl-configs: default, all, none, or a list like "ring/ll,tree/simple" (any case).
+std::string parseNcclConfigs(const std::string& text, TuneOptions& o) {
+  const std::string v = lowered(text);
+  o.ncclConfigList.clear();
+  if (v == "default" || v == "all" || v == "none") {
+    o.ncclConfigs = v == "default" ? NcclConfigSet::Default : v == "all" ? NcclConfigSet::All : NcclConfigSet::None;
+    return {};
+  }
+  const std::string expected =
+      "expected default, all, none, or a comma-separated list of ALGO/PROTO with ALGO ring or tree and PROTO ll, "
+      "ll128 or simple (ring/ll,tree/simple)";
+  TunePathSet named;
+  for (const std::string& item : commaItems(v)) {
+    const size_t slash = item.find('/');
+    const std::string algo = item.substr(0, slash);
+    const std::string proto = slash == std::string::npos ? "" : item.substr(slash + 1);
+    const NcclAlgo a = algo == "ring" ? NcclAlgo::Ring : algo == "tree" ? NcclAlgo::Tree : NcclAlgo::Any;
+    const NcclProto p = proto == "ll"       ? NcclProto::LL
+                        : proto == "ll128"  ? NcclProto::LL128
+                        : proto == "simple" ? NcclProto::Simple
+                                            : NcclProto::Any;
+    const std::optional<TunePath> config = ncclConfigPath(a, p);
+    if (!config) return "bad --nccl-configs '" + text + "': no configuration '" + item + "'; " + expected;
+    if (named[static_cast<size_t>(tunePathIndex(*config))])
+      return "bad --nccl-configs '" + text + "': '" + item + "' named twice; " + expected;
+    named[static_cast<size_t>(tunePathIndex(*config))] = true;
+  }
+  for (int i = 0; i < kNumTunePaths; ++i)
+    if (named[static_cast<size_t>(i)]) o.ncclConfigList.push_back(tunePathAt(i));
+  o.ncclConfigs = NcclConfigSet::List;
+  return {};
+}
+
 }  // namespace
 
 std::string tuneUsage() {
   return "usage: symmem-tune [--gpus 0,1,...] [--ranks 2,4,...] [--min SIZE] [--max SIZE] [--margin PERCENT]\n"
+         "                   [--variants LIST] [--nccl-configs default|all|none|LIST] [--csv FILE]\n"
          "                   [--quick] [--out FILE] [--iters N] [--reps N] [--rounds N] [--dtype bf16|fp16|fp32]\n"
          "                   [--nccl-lib PATH] [--timeout-s S] [--plan]\n"
-         "Measures stock NCCL, the symmetric one-shot and two-shot all-reduce on this machine's GPUs (CUDA\n"
-         "graphs, median of timed batches), finds where each symmetric path beats NCCL by the margin, and\n"
-         "writes a table file for SYMMEM_TABLE.\n"
-         "  --gpus      GPUs to use, as nvidia-smi numbers them (default: all)\n"
-         "  --ranks     world sizes to measure, 2..8 (default: 2, 4, 8 up to the GPU count, and the count)\n"
-         "  --min/--max smallest and largest message, powers of two with K/M/G suffixes (default 8 to 64M)\n"
-         "  --margin    how much faster than NCCL a symmetric path must be to be chosen (default 5%)\n"
-         "  --quick     every 4th power of two, 3 batches in 1 round, 100 calls per batch\n"
-         "  --out       table file to write (default symmem-table.txt)\n"
-         "  --iters     calls per timed graph at sizes up to 256 KiB (default 200; fewer above)\n"
-         "  --reps      timed graph replays per path and round (default 7)\n"
-         "  --rounds    rounds over the three paths, taken in turn (default 3)\n"
-         "  --dtype     element type of the measured all-reduce (default bf16)\n"
-         "  --nccl-lib  NCCL library to load (default libnccl.so.2 from the library path)\n"
-         "  --timeout-s give up on a world size after this many seconds (default 1800)\n"
-         "  --plan      check the machine and print what would be measured; measure nothing\n";
+         "Measures stock NCCL, NCCL forced to each ring/tree x ll/ll128/simple configuration, and the symmetric\n"
+         "one-shot and two-shot all-reduce in each variant on this machine's GPUs (CUDA graphs, median of timed\n"
+         "batches); per size it keeps the simplest path within the margin of the fastest, and writes symmetric\n"
+         "and NCCL bands into a table file for SYMMEM_TABLE.\n"
+         "  --gpus         GPUs to use, as nvidia-smi numbers them (default: all)\n"
+         "  --ranks        world sizes to measure, 2..8 (default: 2, 4, 8 up to the GPU count, and the count)\n"
+         "  --min/--max    smallest and largest message, powers of two with K/M/G suffixes (default 8 to 64M)\n"
+         "  --margin       how much faster a path must be than a simpler one to be chosen (default 5%)\n"
+         "  --variants     kernel variants to time, of push, pull, staged (default: all three)\n"
+         "  --nccl-configs NCCL configurations to time beside stock NCCL: default (ring/tree x ll/simple, and\n"
+         "                 ll128 where the link is NVLink), all, none, or a list like ring/ll,tree/simple\n"
+         "  --csv          also write every median to FILE (ranks,link,cc,bytes,path,median_us,min_us,max_us,chosen)\n"
+         "  --quick        every 4th power of two, 3 batches in 1 round, 100 calls per batch\n"
+         "  --out          table file to write (default symmem-table.txt)\n"
+         "  --iters        calls per timed graph at sizes up to 256 KiB (default 200; fewer above)\n"
+         "  --reps         timed graph replays per path and round (default 7)\n"
+         "  --rounds       rounds over the paths of one set of ranks, taken in turn (default 3)\n"
+         "  --dtype        element type of the measured all-reduce (default bf16)\n"
+         "  --nccl-lib     NCCL library to load (default libnccl.so.2 from the library path)\n"
+         "  --timeout-s    give up on one set of ranks (a world's stock run, or one NCCL configuration) after\n"
+         "                 this many seconds (default 1800)\n"
+         "  --plan         check the machine, print what would be measured and how long it may take; measure nothing\n";
 }
 
 TuneArgsResult parseTuneArgs(const std::vector<std::string>& args) {
@@ -83,9 +160,9 @@ TuneArgsResult parseTuneArgs(const std::vector<std::string>& args) {
       o.planOnly = true;
       continue;
     }
-    static const std::set<std::string> kTakesValue = {"--gpus",   "--ranks", "--min",      "--max",
-                                                      "--margin", "--iters", "--reps",     "--rounds",
-                                                      "--dtype",  "--out",   "--nccl-lib", "--timeout-s"};
+    static const std::set<std::string> kTakesValue = {
+        "--gpus",  "--ranks", "--min",      "--max",       "--margin",   "--iters",        "--reps", "--rounds",
+        "--dtype", "--out",   "--nccl-lib", "--timeout-s", "--variants", "--nccl-configs", "--csv"};
     if (!kTakesValue.count(a)) return fail(unknownOptionMessage("symmem-tune", a));
     if (i + 1 >= args.size()) return fail(a + " needs a value");
     const std::string& v = args[++i];
@@ -128,6 +205,13 @@ TuneArgsResult parseTuneArgs(const std::vector<std::string>& args) {
     } else if (a == "--nccl-lib") {
       if (v.empty()) return fail("--nccl-lib needs a path");
       o.ncclLibrary = v;
+    } else if (a == "--variants") {
+      if (std::string why = parseVariants(v, o.variants); !why.empty()) return fail(why);
+    } else if (a == "--nccl-configs") {
+      if (std::string why = parseNcclConfigs(v, o); !why.empty()) return fail(why);
+    } else if (a == "--csv") {
+      if (v.empty()) return fail("--csv needs a file name");
+      o.csv = v;
     }
   }
   if (o.quick) {
@@ -141,6 +225,7 @@ TuneArgsResult parseTuneArgs(const std::vector<std::string>& args) {
   if (o.minBytes < tuneElementBytes(o))
     return fail("--min " + formatBytes(o.minBytes) + " is smaller than one " + o.dtype + " element");
   if (o.maxBytes > (1ull << 30)) return fail("--max " + formatBytes(o.maxBytes) + " is above 1GiB");
+  if (!o.csv.empty() && o.csv == o.out) return fail("--csv and --out name the same file (" + o.csv + ")");
   return result;
 }
 
@@ -159,5 +244,35 @@ int callsForSize(uint64_t bytes, int callsPerBatch) {
 }
 
 size_t tuneElementBytes(const TuneOptions& options) { return options.dtype == "fp32" ? 4 : 2; }
+
+std::vector<TunePath> ncclConfigsFor(const TuneOptions& options, LinkClass link) {
+  switch (options.ncclConfigs) {
+    case NcclConfigSet::None:
+      return {};
+    case NcclConfigSet::List:
+      return options.ncclConfigList;
+    case NcclConfigSet::Default:
+    case NcclConfigSet::All:
+      break;
+  }
+  std::vector<TunePath> configs;
+  for (int i = 0; i < kNumTunePaths; ++i) {
+    const TunePath p = tunePathAt(i);
+    if (!isNcclConfig(p)) continue;
+    // On PCIe NCCL leaves LL128 off (it needs 128-byte stores seen in order): a band for it would not apply.
+    if (options.ncclConfigs == NcclConfigSet::Default && ncclProtoOf(p) == NcclProto::LL128 &&
+        link != LinkClass::NvLink)
+      continue;
+    configs.push_back(p);
+  }
+  return configs;
+}
+
+std::vector<TunePath> symmetricPathsFor(const TuneOptions& options) {
+  std::vector<TunePath> paths;
+  for (SymAlgo algo : {SymAlgo::OneShot, SymAlgo::TwoShot})
+    for (SymVariant v : options.variants) paths.push_back(symmetricPath(algo, v));
+  return paths;
+}
 
 }  // namespace symmem

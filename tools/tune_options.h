@@ -5,7 +5,20 @@
 #include <string>
 #include <vector>
 
+#include "core/link_class.h"
+#include "core/sym_variant.h"
+#include "tools/tune_crossover.h"
+
 namespace symmem {
+
+// Which NCCL configurations (forced algorithm/protocol, tools/tune_crossover.h) are timed beside stock NCCL.
+enum class NcclConfigSet {
+  Default,  // ring/tree x ll/simple everywhere, and x ll128 where the world's link is NVLink (NCCL leaves
+            // LL128 off on PCIe, so a band for it would not apply there)
+  All,      // all six, LL128 on PCIe too
+  None,     // stock NCCL only
+  List,     // the configs in TuneOptions::ncclConfigList
+};
 
 struct TuneOptions {
   std::vector<int> gpus;            // --gpus: NVML / nvidia-smi indices; empty: every GPU of the node
@@ -21,8 +34,13 @@ struct TuneOptions {
   std::string out = "symmem-table.txt";      // --out
   std::string ncclLibrary = "libnccl.so.2";  // --nccl-lib
   int timeoutSec = 1800;                     // --timeout-s: per world size
-  bool quick = false;                        // --quick
-  bool planOnly = false;                     // --plan: check the machine and print what would be measured, then exit
+  // --variants: the kernel variants timed (one-shot and two-shot of each), in the order push, pull, staged.
+  std::vector<SymVariant> variants = {SymVariant::Push, SymVariant::Pull, SymVariant::Staged};
+  NcclConfigSet ncclConfigs = NcclConfigSet::Default;  // --nccl-configs default|all|none|LIST
+  std::vector<TunePath> ncclConfigList;                // with LIST: in the candidates' order
+  std::string csv;                                     // --csv: every median to this file ("": none)
+  bool quick = false;                                  // --quick
+  bool planOnly = false;  // --plan: check the machine and print what would be measured, then exit
   bool help = false;
 };
 
@@ -46,5 +64,10 @@ int callsForSize(uint64_t bytes, int callsPerBatch);
 
 // Element size of --dtype.
 size_t tuneElementBytes(const TuneOptions& options);
+
+// The NCCL configurations timed for a world whose link is `link`, in the candidates' order.
+std::vector<TunePath> ncclConfigsFor(const TuneOptions& options, LinkClass link);
+// The symmetric paths timed: one-shot of each variant, then two-shot of each.
+std::vector<TunePath> symmetricPathsFor(const TuneOptions& options);
 
 }  // namespace symmem

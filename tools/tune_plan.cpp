@@ -7,6 +7,7 @@
 
 #include "core/table_file.h"
 #include "kernels/symmetric_layout.h"
+#include "tools/tune_report.h"
 #include "topology/classify.h"
 
 namespace symmem {
@@ -27,6 +28,41 @@ std::string joined(const std::vector<int>& values) {
 }
 
 }  // namespace
+
+std::vector<TunePath> TuneWorld::paths() const {
+  std::vector<TunePath> all = {TunePath::Nccl};
+  all.insert(all.end(), ncclConfigs.begin(), ncclConfigs.end());
+  all.insert(all.end(), symmetricPaths.begin(), symmetricPaths.end());
+  return all;
+}
+
+int TunePlan::steps(int rounds) const {
+  int total = 0;
+  for (const TuneWorld& w : worlds) total += static_cast<int>(w.paths().size() * sizes.size()) * rounds;
+  return total;
+}
+
+double guessedCallUs(uint64_t bytes, LinkClass link) {
+  const bool nvlink = link == LinkClass::NvLink;
+  const double fixedUs = nvlink ? 6.0 : 15.0;
+  const double bytesPerUs = (nvlink ? 150.0 : 20.0) * 1e3;  // GB/s = 1e3 bytes per us
+  return fixedUs + static_cast<double>(bytes) / bytesPerUs;
+}
+
+double estimateTuneSeconds(const TunePlan& plan, const TuneOptions& options) {
+  double seconds = 0;
+  const int replays = 1 + options.rounds * options.batchesPerRound;
+  for (const TuneWorld& w : plan.worlds) {
+    seconds += w.rankSets() * kRankSetStartSec + (w.symmetricPaths.empty() ? 0.0 : kSymmetricSetupSec);
+    const double paths = static_cast<double>(w.paths().size());
+    for (uint64_t bytes : plan.sizes) {
+      const int calls = callsForSize(bytes, options.callsPerBatch);
+      const double callUs = guessedCallUs(bytes, w.link);
+      seconds += paths * (kStepOverheadSec + (replays * calls + 1) * callUs * 1e-6);  // and the one checked call
+    }
+  }
+  return seconds;
+}
 
 std::vector<int> defaultWorldSizes(int gpuCount) {
   const int usable = std::min(gpuCount, kernels::kMaxRanks);
@@ -120,6 +156,8 @@ TunePlan planTuning(const Topology& topology, const TuneOptions& options) {
     world.gpus.assign(plan.gpus.begin(), plan.gpus.begin() + n);
     for (int g : world.gpus) world.busIds.push_back(topology.gpu(g).pciBusId);
     world.link = linkClassOf(topology, std::span<const int>(world.gpus));
+    world.ncclConfigs = ncclConfigsFor(options, world.link);
+    world.symmetricPaths = symmetricPathsFor(options);
     if (world.link == LinkClass::Unknown) {
       plan.error = "symmem-tune: the link class of GPUs " + joined(world.gpus) + " is unknown (the topology from " +
                    topology.source() +
@@ -138,14 +176,21 @@ std::string describePlan(const TunePlan& plan, const Topology& topology, const T
   if (!plan.gpuName.empty()) text += ", " + plan.gpuName;
   text += ", capability " + (plan.capability.known() ? plan.capability.str() : std::string("(from CUDA)")) +
           ", topology from " + topology.source() + "\n";
-  for (const TuneWorld& w : plan.worlds)
+  for (const TuneWorld& w : plan.worlds) {
+    std::string paths;
+    for (TunePath p : w.paths()) paths += (paths.empty() ? "" : " ") + std::string(tunePathHeading(p));
     text += "  ranks=" + std::to_string(w.nRanks) + " on GPUs " + joined(w.gpus) + ": link " +
-            std::string(linkClassName(w.link)) + "\n";
+            std::string(linkClassName(w.link)) + "; paths " + paths + "\n";
+  }
+  int rankSets = 0;
+  for (const TuneWorld& w : plan.worlds) rankSets += w.rankSets();
   text += "  sizes " + formatBytes(plan.sizes.front()) + " to " + formatBytes(plan.sizes.back()) + ", x" +
-          std::to_string(options.sizeStep) + " steps (" + std::to_string(plan.sizes.size()) +
-          " sizes); paths nccl, one-shot, two-shot; " + std::to_string(options.rounds) + " round(s) x " +
-          std::to_string(options.batchesPerRound) + " graph replays of up to " + std::to_string(options.callsPerBatch) +
-          " calls; margin " + marginPercent + "\n";
+          std::to_string(options.sizeStep) + " steps (" + std::to_string(plan.sizes.size()) + " sizes); " +
+          std::to_string(options.rounds) + " round(s) x " + std::to_string(options.batchesPerRound) +
+          " graph replays of up to " + std::to_string(options.callsPerBatch) + " calls; margin " + marginPercent + "\n";
+  text += "  estimate: about " + durationText(estimateTuneSeconds(plan, options)) + " of measuring (" +
+          std::to_string(rankSets) + " set(s) of ranks, " + std::to_string(plan.steps(options.rounds)) +
+          " timed steps; a rough model, docs/tuning.md)\n";
   for (const std::string& w : plan.warnings) text += "  note: " + w + "\n";
   return text;
 }

@@ -21,7 +21,7 @@ std::string durationText(double seconds) {
   return text;
 }
 
-std::string progressLine(int done, int total, double elapsedSec, int nRanks, const char* path, uint64_t bytes,
+std::string progressLine(int done, int total, double elapsedSec, int nRanks, const std::string& path, uint64_t bytes,
                          int round, int rounds) {
   std::string line = "[" + std::to_string(done + 1) + "/" + std::to_string(total) +
                      "] ranks=" + std::to_string(nRanks) + " " + path + " " + formatBytes(bytes);
@@ -31,37 +31,52 @@ std::string progressLine(int done, int total, double elapsedSec, int nRanks, con
   return line;
 }
 
-std::string summaryTable(const TunedWorld& world, ComputeCapability cc, const std::vector<SizeMedians>& medians) {
-  auto cell = [](double us) {
-    char text[32];
-    if (std::isnan(us))
-      std::snprintf(text, sizeof text, "%12s", "-");
-    else
-      std::snprintf(text, sizeof text, "%12.2f", us);
-    return std::string(text);
-  };
+namespace {
+
+constexpr int kCellWidth = 11;  // the widest heading, "ring/simple"
+
+std::string cell(const std::string& text) {
+  char out[32];
+  std::snprintf(out, sizeof out, " %*s", kCellWidth, text.c_str());
+  return out;
+}
+
+std::string cell(double us) {
+  if (std::isnan(us)) return cell(std::string("-"));
+  char out[32];
+  std::snprintf(out, sizeof out, " %*.2f", kCellWidth, us);
+  return out;
+}
+
+}  // namespace
+
+std::string summaryTable(const TunedWorld& world, ComputeCapability cc) {
   std::string gpus;
   for (int g : world.gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
   std::string out = "\nranks=" + std::to_string(world.nRanks) + " link=" + std::string(linkClassName(world.link)) +
                     " cc=" + cc.str() + " (GPUs " + gpus + "), median us per call under CUDA graphs\n";
-  char header[160];
-  std::snprintf(header, sizeof header, "%10s %12s %12s %12s  %-9s %s\n", "size", "nccl", "one-shot", "two-shot",
-                "chosen", "why");
-  out += header;
-  for (const SizeVerdict& v : world.crossover.sizes) {
-    SizeMedians m{v.bytes, NAN, NAN, NAN};
-    for (const SizeMedians& x : medians)
-      if (x.bytes == v.bytes) m = x;
-    char start[32];
+  char start[32];
+  std::snprintf(start, sizeof start, "%10s", "size");
+  out += start;
+  for (TunePath p : world.paths) out += cell(std::string(tunePathHeading(p)));
+  char chosenHeading[32];
+  std::snprintf(chosenHeading, sizeof chosenHeading, "  %-*s  why\n", kCellWidth, "chosen");
+  out += chosenHeading;
+  for (const SizeVerdict& v : world.bands.sizes) {
+    const SizeTimes* t = nullptr;
+    for (const SizeTimes& x : world.times)
+      if (x.bytes == v.bytes) t = &x;
     std::snprintf(start, sizeof start, "%10s", formatBytes(v.bytes).c_str());
-    char chosen[16];
-    std::snprintf(chosen, sizeof chosen, "%-9s", tunedChoiceName(v.chosen));
-    out += std::string(start) + " " + cell(m.ncclUs) + " " + cell(m.oneShotUs) + " " + cell(m.twoShotUs) + "  " +
-           chosen + " " + v.why + "\n";
+    out += start;
+    for (TunePath p : world.paths) out += cell(t ? t->median(p) : NAN);
+    char chosen[32];
+    std::snprintf(chosen, sizeof chosen, "%-*s", kCellWidth, std::string(tunePathHeading(v.chosen)).c_str());
+    out += std::string("  ") + chosen + "  " + v.why + "\n";
   }
-  const Crossover& c = world.crossover;
-  out += "limits: one-shot " + (c.oneShotMaxBytes ? "up to " + formatBytes(c.oneShotMaxBytes) : std::string("off")) +
-         ", two-shot " + (c.twoShotMaxBytes ? "up to " + formatBytes(c.twoShotMaxBytes) : std::string("off")) + "\n";
+  out += "symmetric bands: " + symBandsText(world.bands.symBands) + "\n";
+  out += "NCCL bands: " + ncclBandsText(world.bands.ncclBands) +
+         (world.bands.ncclBands.empty() ? " (NCCL untouched)" : "; above them NCCL untouched") + "\n";
+  if (!world.bands.measured) out += "nothing was measured: no table entry for this world\n";
   return out;
 }
 

@@ -3,41 +3,27 @@
 
 #include <cctype>
 #include <cstdio>
+#include <span>
 
-#include "core/symmetric_limits.h"
 #include "core/table_file.h"
 #include "tools/nccl_library.h"
 
 namespace symmem {
 
-namespace {
-
-// Halves the measured limits (two-shot first, the larger buffer per byte) until the setup takes them
-// (core/symmetric_limits.h): a path that wins up to 1 GiB at 8 ranks would need 24 GiB per GPU.
-// The kernels symmem-tune measures are the push variants: the entry gets push bands.
-void fitSymmetricLimits(Thresholds& t, uint64_t oneShot, uint64_t twoShot) {
-  while (!symmetricLimitProblem(t.nRanks, oneShot, twoShot).empty()) {
-    if (twoShot > oneShot) {
-      twoShot /= 2;
-      if (twoShot <= oneShot) twoShot = 0;
-    } else {
-      oneShot /= 2;
-    }
-  }
-  setPushLimits(t, oneShot, twoShot);
-}
-
-}  // namespace
-
 std::vector<Thresholds> tunedEntries(ComputeCapability cc, const std::vector<TunedWorld>& worlds) {
   std::vector<Thresholds> entries;
   for (const TunedWorld& w : worlds) {
+    if (!w.bands.measured) continue;
     Thresholds t;
     t.cc = cc;
     t.link = w.link;
     t.nRanks = w.nRanks;
     t.source = "symmem-tune";
-    fitSymmetricLimits(t, w.crossover.oneShotMaxBytes, w.crossover.twoShotMaxBytes);
+    // chooseBands keeps to kMaxSymBands and the symmetric limits; a refusal here would leave the
+    // entry without bands, which the read-back check below then reports.
+    setSymBands(t, std::span<const SymBand>(w.bands.symBands));
+    for (const NcclBand& b : w.bands.ncclBands)
+      if (t.numBands < kMaxBands) t.bands[static_cast<size_t>(t.numBands++)] = b;
     entries.push_back(t);
   }
   return entries;
@@ -114,7 +100,8 @@ std::string tunedTableText(const std::vector<Thresholds>& entries, const std::ve
     const Thresholds& a = entries[i];
     const Thresholds& b = back.entries[i];
     if (a.cc != b.cc || a.link != b.link || a.nRanks != b.nRanks || a.oneShotMaxBytes != b.oneShotMaxBytes ||
-        a.twoShotMaxBytes != b.twoShotMaxBytes || a.numSymBands != b.numSymBands || a.symBands != b.symBands)
+        a.twoShotMaxBytes != b.twoShotMaxBytes || a.numSymBands != b.numSymBands || a.symBands != b.symBands ||
+        a.numBands != b.numBands || a.bands != b.bands)
       return fail("entry " + std::to_string(i + 1) + " changed");
   }
   if (back.meta != meta) return fail("meta lines changed");

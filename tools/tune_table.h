@@ -1,23 +1,27 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// The table file symmem-tune writes: one `entry` per measured (capability, link class, world size)
-// and `meta` lines saying where the numbers come from. The text is made by formatTable() and read
-// back with parseTableText() before it is written, so the plugin can always load it.
+// The table file symmem-tune writes: per measured (capability, link class, world size) its symmetric
+// bands (an `entry` line when they are push limits, else `sym` lines) and its NCCL `band` lines, and
+// `meta` lines saying where the numbers come from. The text is made by formatTable() and read back
+// with parseTableText() before it is written, so the plugin can always load it.
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/decision.h"
+#include "tools/tune_bands.h"
 #include "tools/tune_crossover.h"
 
 namespace symmem {
 
-// The limits found for one world size, with its table key.
+// What was measured for one world size and the bands chosen from it, with its table key.
 struct TunedWorld {
   int nRanks = 0;
   LinkClass link = LinkClass::Unknown;
-  std::vector<int> gpus;  // topology indices the ranks ran on
-  Crossover crossover;
+  std::vector<int> gpus;         // topology indices the ranks ran on
+  std::vector<TunePath> paths;   // the paths timed, in the candidates' order
+  std::vector<SizeTimes> times;  // ascending size
+  TuneBands bands;               // chooseBands(times, nRanks, margin)
 };
 
 // Where and how the numbers were measured.
@@ -35,14 +39,14 @@ struct TuneProvenance {
   std::string method;  // how it was measured, one line
 };
 
-// One entry per measured world size; limits the symmetric setup would refuse (core/symmetric_limits.h)
-// are halved until it takes them.
+// One entry per world with a measurement (bands.measured): its symmetric bands and NCCL bands. A world
+// where nothing was measured gets none and keeps its built-in entry.
 std::vector<Thresholds> tunedEntries(ComputeCapability cc, const std::vector<TunedWorld>& worlds);
 
 std::vector<std::string> provenanceMeta(const TuneProvenance& provenance, const std::vector<TunedWorld>& worlds);
 
-// The file text for `entries` and `meta`, checked by parsing it back (the entries and meta lines must
-// come back unchanged). On failure returns "" and sets *error.
+// The file text for `entries` and `meta`, checked by parsing it back (the entries, their symmetric and
+// NCCL bands, and the meta lines must come back unchanged). On failure returns "" and sets *error.
 std::string tunedTableText(const std::vector<Thresholds>& entries, const std::vector<std::string>& meta,
                            std::string_view fileName, std::string* error);
 

@@ -1,189 +1,150 @@
 // SPDX-License-Identifier: Apache-2.0
-// The crossover rules of symmem-tune: margin against noise, monotone limits, two-shot only where it
-// also beats one-shot. Inputs are shaped like real measurements (NCCL flat at small sizes, the
-// kernels growing with size).
+// symmem-tune's candidates and the rule at one size: the simplest candidate within the margin of the
+// fastest. Inputs are shaped like real measurements (NCCL flat at small sizes, the kernels growing with
+// size, forced NCCL configurations on either side of stock).
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <limits>
 #include <random>
+#include <set>
+#include <string>
 
 #include "tools/tune_crossover.h"
 
 namespace symmem {
 namespace {
 
-constexpr uint64_t KiB = 1024, MiB = 1024 * KiB;
-constexpr double kNotMeasured = std::numeric_limits<double>::quiet_NaN();
-
-// 8 B .. 64 MiB, x2 steps, from functions of the size.
-template <class Nccl, class One, class Two>
-std::vector<SizeMedians> sweep(Nccl nccl, One one, Two two) {
-  std::vector<SizeMedians> out;
-  for (uint64_t b = 8; b <= 64 * MiB; b *= 2) out.push_back({b, nccl(b), one(b), two(b)});
-  return out;
+SizeTimes at(uint64_t bytes, std::initializer_list<std::pair<TunePath, double>> medians) {
+  SizeTimes t;
+  t.bytes = bytes;
+  for (auto [p, us] : medians) t.setMedian(p, us);
+  return t;
 }
 
-// Latency model: fixed cost plus bytes over a bandwidth (GB/s = bytes per ns).
-auto linear(double fixedUs, double gbPerS) {
-  return [=](uint64_t b) { return fixedUs + static_cast<double>(b) / (gbPerS * 1000.0); };
-}
-
-TEST(TuneCrossover, CleanCurvesGiveBothLimits) {
-  // NCCL 20 us + 40 GB/s; one-shot 5 us + 2 GB/s-equivalent; two-shot 9 us + 10 GB/s.
-  const auto m = sweep(linear(20, 40), linear(5, 2), linear(9, 10));
-  const Crossover c = findCrossover(m);
-  // one-shot: 5 + b/2000 <= 0.95 (20 + b/40000) holds up to b ~ 28.7 KB -> 16 KiB (32 KiB fails).
-  EXPECT_EQ(c.oneShotMaxBytes, 16 * KiB);
-  // two-shot: 9 + b/10000 <= 0.95 (20 + b/40000) holds up to ~138 KB -> 128 KiB.
-  EXPECT_EQ(c.twoShotMaxBytes, 128 * KiB);
-  ASSERT_EQ(c.sizes.size(), m.size());
-  for (const SizeVerdict& v : c.sizes) {
-    const TunedChoice want = v.bytes <= 16 * KiB    ? TunedChoice::OneShot
-                             : v.bytes <= 128 * KiB ? TunedChoice::TwoShot
-                                                    : TunedChoice::Nccl;
-    EXPECT_EQ(v.chosen, want) << v.bytes << ": " << v.why;
-    EXPECT_FALSE(v.why.empty()) << v.bytes;
+TEST(TuneCandidates, OrderNamesAndKinds) {
+  // The order is the simplicity order and the CSV's order; the names are the CSV's.
+  const char* names[] = {"nccl",          "nccl-ring-ll",    "nccl-ring-ll128",  "nccl-ring-simple",
+                         "nccl-tree-ll",  "nccl-tree-ll128", "nccl-tree-simple", "oneshot-push",
+                         "oneshot-pull",  "oneshot-staged",  "twoshot-push",     "twoshot-pull",
+                         "twoshot-staged"};
+  ASSERT_EQ(std::size(names), static_cast<size_t>(kNumTunePaths));
+  std::set<std::string> headings;
+  for (int i = 0; i < kNumTunePaths; ++i) {
+    const TunePath p = tunePathAt(i);
+    EXPECT_EQ(tunePathName(p), names[i]);
+    EXPECT_LE(tunePathHeading(p).size(), 11u) << names[i];
+    headings.insert(std::string(tunePathHeading(p)));
+    EXPECT_EQ(isNcclPath(p), i < 7) << names[i];
+    EXPECT_EQ(isNcclConfig(p), i >= 1 && i < 7) << names[i];
+    EXPECT_EQ(isSymmetricPath(p), i >= 7) << names[i];
   }
+  EXPECT_EQ(headings.size(), static_cast<size_t>(kNumTunePaths)) << "every column heading differs";
+  EXPECT_EQ(tunePathHeading(TunePath::Nccl), "stock");
+  EXPECT_EQ(tunePathHeading(TunePath::NcclRingSimple), "ring/simple");
+  EXPECT_EQ(tunePathHeading(TunePath::OneShotPull), "1s-pull");
+  EXPECT_EQ(tunePathLabel(TunePath::Nccl), "stock NCCL");
+  EXPECT_EQ(tunePathLabel(TunePath::NcclTreeLL128), "NCCL tree/ll128");
+  EXPECT_EQ(tunePathLabel(TunePath::TwoShotStaged), "two-shot staged");
 }
 
-TEST(TuneCrossover, NoisyMeasurementsKeepTheLimitsWithinOneStep) {
-  // +-2% multiplicative noise on every median: the margin keeps the limits near the clean ones and
-  // never lets a size win that is not within the noise of winning.
-  const auto clean = sweep(linear(20, 40), linear(5, 2), linear(9, 10));
+TEST(TuneCandidates, ConfigsAndKernelsRoundTrip) {
+  int configs = 0;
+  for (int i = 0; i < kNumTunePaths; ++i) {
+    const TunePath p = tunePathAt(i);
+    if (isNcclConfig(p)) {
+      ++configs;
+      EXPECT_EQ(ncclConfigPath(ncclAlgoOf(p), ncclProtoOf(p)), p);
+      EXPECT_NE(ncclAlgoOf(p), NcclAlgo::Any);
+      EXPECT_NE(ncclProtoOf(p), NcclProto::Any);
+    } else if (isSymmetricPath(p)) {
+      EXPECT_EQ(symmetricPath(symAlgoOf(p), symVariantOf(p)), p);
+    }
+  }
+  EXPECT_EQ(configs, kNumNcclConfigs);
+  EXPECT_EQ(ncclAlgoOf(TunePath::Nccl), NcclAlgo::Any);
+  EXPECT_EQ(ncclProtoOf(TunePath::Nccl), NcclProto::Any);
+  EXPECT_EQ(ncclConfigPath(NcclAlgo::Ring, NcclProto::LL), TunePath::NcclRingLL);
+  EXPECT_EQ(ncclConfigPath(NcclAlgo::Nvls, NcclProto::Simple), std::nullopt);
+  EXPECT_EQ(ncclConfigPath(NcclAlgo::Any, NcclProto::Any), std::nullopt);
+  EXPECT_EQ(symmetricPath(SymAlgo::TwoShot, SymVariant::Pull), TunePath::TwoShotPull);
+  EXPECT_EQ(ncclTunePaths().count(), 7u);
+  EXPECT_EQ(allTunePaths().count(), static_cast<size_t>(kNumTunePaths));
+}
+
+TEST(TuneRule, TheFastestWinsOnlyByTheMargin) {
+  // One-shot pull 6.1 us against stock NCCL 13.6 us: far beyond the margin.
+  const SizeChoice c =
+      chooseAtSize(at(64, {{TunePath::Nccl, 13.6}, {TunePath::OneShotPush, 9.0}, {TunePath::OneShotPull, 6.1}}), 0.05);
+  EXPECT_EQ(c.chosen, TunePath::OneShotPull);
+  EXPECT_EQ(c.fastest, TunePath::OneShotPull);
+  EXPECT_TRUE(c.measured);
+  EXPECT_EQ(c.why, "one-shot pull 6.10 us < 0.95 x stock NCCL 13.60 us");
+}
+
+TEST(TuneRule, ANearTieKeepsTheSimplerCandidate) {
+  // Push 7.0 us is within 5% of pull 6.8 us: push, the simpler, is kept.
+  const SizeChoice c =
+      chooseAtSize(at(64, {{TunePath::Nccl, 13.6}, {TunePath::OneShotPush, 7.0}, {TunePath::OneShotPull, 6.8}}), 0.05);
+  EXPECT_EQ(c.chosen, TunePath::OneShotPush);
+  EXPECT_EQ(c.fastest, TunePath::OneShotPull);
+  EXPECT_EQ(c.why, "one-shot push 7.00 us within 5% of one-shot pull 6.80 us: simpler kept");
+  // Stock within the margin of the fastest kernel stays: 100 x 0.95 <= 96.
+  const SizeChoice tie = chooseAtSize(at(8, {{TunePath::Nccl, 100}, {TunePath::OneShotPush, 96}}), 0.05);
+  EXPECT_EQ(tie.chosen, TunePath::Nccl);
+  EXPECT_NE(tie.why.find("within 5% of one-shot push 96.00 us: simpler kept"), std::string::npos) << tie.why;
+  // At exactly the margin the simpler one is kept too (t x (1 - margin) <= t_fastest); beyond it, not.
+  EXPECT_EQ(chooseAtSize(at(8, {{TunePath::Nccl, 100}, {TunePath::OneShotPush, 95}}), 0.05).chosen, TunePath::Nccl);
+  EXPECT_EQ(chooseAtSize(at(8, {{TunePath::Nccl, 100}, {TunePath::OneShotPush, 94}}), 0.05).chosen,
+            TunePath::OneShotPush);
+  // A larger margin turns a 6% win into a tie; margin 0 keeps only an exact tie.
+  EXPECT_EQ(chooseAtSize(at(8, {{TunePath::Nccl, 100}, {TunePath::OneShotPush, 94}}), 0.10).chosen, TunePath::Nccl);
+  EXPECT_EQ(chooseAtSize(at(8, {{TunePath::Nccl, 100}, {TunePath::OneShotPush, 100}}), 0.0).chosen, TunePath::Nccl);
+  EXPECT_EQ(chooseAtSize(at(8, {{TunePath::Nccl, 100}, {TunePath::OneShotPush, 99.9}}), 0.0).chosen,
+            TunePath::OneShotPush);
+}
+
+TEST(TuneRule, AnNcclConfigBeatsStockByTheMargin) {
+  // The published AMD Turin case: stock NCCL picks Simple, forcing LL takes 32 KiB from 48.2 to 26.2 us.
+  const SizeChoice c = chooseAtSize(
+      at(32 * 1024, {{TunePath::Nccl, 48.2}, {TunePath::NcclRingLL, 26.2}, {TunePath::NcclRingSimple, 48.0}}), 0.05);
+  EXPECT_EQ(c.chosen, TunePath::NcclRingLL);
+  EXPECT_EQ(c.why, "NCCL ring/ll 26.20 us < 0.95 x stock NCCL 48.20 us");
+  // A config as fast as stock (what stock itself runs) is no reason for a band.
+  const SizeChoice same = chooseAtSize(at(32 * 1024, {{TunePath::Nccl, 48.2}, {TunePath::NcclRingSimple, 48.0}}), 0.05);
+  EXPECT_EQ(same.chosen, TunePath::Nccl);
+}
+
+TEST(TuneRule, NaNNeverWinsAndTheAllowedSetLimitsTheChoice) {
+  const SizeTimes t = at(8, {{TunePath::Nccl, 20}, {TunePath::OneShotPush, kNotMeasured}, {TunePath::TwoShotPull, 8}});
+  EXPECT_EQ(chooseAtSize(t, 0.05).chosen, TunePath::TwoShotPull);
+  const SizeChoice ncclOnly = chooseAtSize(t, 0.05, ncclTunePaths());
+  EXPECT_EQ(ncclOnly.chosen, TunePath::Nccl);
+  EXPECT_EQ(ncclOnly.why, "stock NCCL 20.00 us is the fastest");
+  // Nothing measured: stock NCCL, flagged as such.
+  const SizeChoice none = chooseAtSize(at(8, {}), 0.05);
+  EXPECT_FALSE(none.measured);
+  EXPECT_EQ(none.chosen, TunePath::Nccl);
+  // Stock NCCL without a number: the fastest of the rest, said so.
+  const SizeChoice noStock = chooseAtSize(at(8, {{TunePath::OneShotPush, 5}}), 0.05);
+  EXPECT_EQ(noStock.chosen, TunePath::OneShotPush);
+  EXPECT_NE(noStock.why.find("stock NCCL not measured"), std::string::npos) << noStock.why;
+}
+
+TEST(TuneRule, NoisyNearTiesNeverPickAPathOutsideTheMargin) {
+  // Whatever the noise, the chosen candidate is within the margin of the fastest, and no simpler
+  // candidate is.
   std::mt19937 rng(1234);
-  std::uniform_real_distribution<double> jitter(0.98, 1.02);
-  for (int trial = 0; trial < 200; ++trial) {
-    auto noisy = clean;
-    for (SizeMedians& s : noisy) {
-      s.ncclUs *= jitter(rng);
-      s.oneShotUs *= jitter(rng);
-      s.twoShotUs *= jitter(rng);
-    }
-    const Crossover c = findCrossover(noisy);
-    EXPECT_GE(c.oneShotMaxBytes, 8 * KiB) << trial;
-    EXPECT_LE(c.oneShotMaxBytes, 16 * KiB) << trial;
-    EXPECT_GE(c.twoShotMaxBytes, 64 * KiB) << trial;
-    EXPECT_LE(c.twoShotMaxBytes, 128 * KiB) << trial;
-    for (const SizeVerdict& v : c.sizes) {
-      const SizeMedians& s = *std::find_if(noisy.begin(), noisy.end(), [&](auto& x) { return x.bytes == v.bytes; });
-      if (v.chosen == TunedChoice::OneShot) EXPECT_LE(s.oneShotUs, 0.95 * s.ncclUs);
-      if (v.chosen == TunedChoice::TwoShot) EXPECT_LE(s.twoShotUs, 0.95 * s.ncclUs);
-    }
+  std::uniform_real_distribution<double> us(5.0, 6.0);
+  for (int trial = 0; trial < 500; ++trial) {
+    SizeTimes t;
+    t.bytes = 1024;
+    for (int i = 0; i < kNumTunePaths; ++i) t.medianUs[static_cast<size_t>(i)] = us(rng);
+    const SizeChoice c = chooseAtSize(t, 0.05);
+    const double fastest = t.median(c.fastest);
+    EXPECT_LE(t.median(c.chosen) * 0.95, fastest) << trial;
+    for (int i = 0; i < tunePathIndex(c.chosen); ++i) EXPECT_GT(t.medianUs[static_cast<size_t>(i)] * 0.95, fastest);
+    for (int i = 0; i < kNumTunePaths; ++i) EXPECT_LE(fastest, t.medianUs[static_cast<size_t>(i)]);
   }
-}
-
-TEST(TuneCrossover, PathThatNeverWinsIsOff) {
-  const auto m = sweep(linear(10, 100), linear(30, 2), linear(40, 10));
-  const Crossover c = findCrossover(m);
-  EXPECT_EQ(c.oneShotMaxBytes, 0u);
-  EXPECT_EQ(c.twoShotMaxBytes, 0u);
-  for (const SizeVerdict& v : c.sizes) EXPECT_EQ(v.chosen, TunedChoice::Nccl) << v.bytes;
-}
-
-TEST(TuneCrossover, TwoShotAloneWhenOneShotNeverWins) {
-  // One-shot always slower than NCCL, two-shot better up to a point: two-shot from the smallest size.
-  std::vector<SizeMedians> m = {{8, 20, 25, 10}, {16, 20, 25, 10}, {32, 20, 25, 30}};
-  const Crossover c = findCrossover(m);
-  EXPECT_EQ(c.oneShotMaxBytes, 0u);
-  EXPECT_EQ(c.twoShotMaxBytes, 16u);
-}
-
-TEST(TuneCrossover, HoleInTheMiddleEndsTheRange) {
-  std::vector<SizeMedians> m = {
-      {1 * KiB, 20, 8, 30},  {2 * KiB, 20, 8, 30},
-      {4 * KiB, 20, 21, 30},  // one-shot loses here (a noisy spike, or a real dip)
-      {8 * KiB, 20, 9, 30},  {16 * KiB, 20, 10, 30},
-  };
-  const Crossover c = findCrossover(m);
-  EXPECT_EQ(c.oneShotMaxBytes, 2 * KiB) << "a win above a loss is not taken";
-  EXPECT_EQ(c.twoShotMaxBytes, 0u);
-  EXPECT_EQ(c.sizes[3].chosen, TunedChoice::Nccl);
-  EXPECT_TRUE(c.sizes[3].oneShotWins);
-  EXPECT_NE(c.sizes[3].why.find("lost at 4KiB"), std::string::npos) << c.sizes[3].why;
-}
-
-TEST(TuneCrossover, TwoShotHoleEndsItsRangeToo) {
-  std::vector<SizeMedians> m = {
-      {1 * KiB, 20, 8, 12},
-      {2 * KiB, 20, 30, 12},
-      {4 * KiB, 20, 30, 25},
-      {8 * KiB, 20, 30, 12},
-  };
-  const Crossover c = findCrossover(m);
-  EXPECT_EQ(c.oneShotMaxBytes, 1 * KiB);
-  EXPECT_EQ(c.twoShotMaxBytes, 2 * KiB);
-  EXPECT_EQ(c.sizes[3].chosen, TunedChoice::Nccl);
-}
-
-TEST(TuneCrossover, TiesWithinTheMarginStayOnNccl) {
-  // 4% faster is inside a 5% margin; exactly 5% faster is a win; 6% is a win.
-  std::vector<SizeMedians> tie = {{8, 100, 96, kNotMeasured}};
-  EXPECT_EQ(findCrossover(tie).oneShotMaxBytes, 0u);
-  std::vector<SizeMedians> edge = {{8, 100, 95, kNotMeasured}};
-  EXPECT_EQ(findCrossover(edge).oneShotMaxBytes, 8u);
-  std::vector<SizeMedians> equal = {{8, 100, 100, 100}};
-  const Crossover c = findCrossover(equal);
-  EXPECT_EQ(c.oneShotMaxBytes, 0u);
-  EXPECT_EQ(c.twoShotMaxBytes, 0u);
-  // A larger margin turns a 6% win into a tie; margin 0 takes any strict or equal win.
-  std::vector<SizeMedians> six = {{8, 100, 94, kNotMeasured}};
-  EXPECT_EQ(findCrossover(six, 0.05).oneShotMaxBytes, 8u);
-  EXPECT_EQ(findCrossover(six, 0.10).oneShotMaxBytes, 0u);
-  EXPECT_EQ(findCrossover(equal, 0.0).oneShotMaxBytes, 8u);
-}
-
-TEST(TuneCrossover, TwoShotThatNeverBeatsOneShotIsOff) {
-  // Two-shot beats NCCL by far at every size up to 64 KiB, but one-shot is faster still; at 128 KiB
-  // both lose. Two-shot is never chosen.
-  std::vector<SizeMedians> m;
-  for (uint64_t b = 1 * KiB; b <= 64 * KiB; b *= 2) m.push_back({b, 50, 20, 30});
-  m.push_back({128 * KiB, 35, 40, 45});
-  const Crossover c = findCrossover(m);
-  EXPECT_EQ(c.oneShotMaxBytes, 64 * KiB);
-  EXPECT_EQ(c.twoShotMaxBytes, 0u);
-  for (const SizeVerdict& v : c.sizes) EXPECT_FALSE(v.twoShotWins) << v.bytes;
-}
-
-TEST(TuneCrossover, TwoShotStopsWhereOneShotIsFasterAgain) {
-  // A one-shot spike at 2 KiB ends the one-shot range; two-shot takes 2 KiB, but from 4 KiB one-shot is
-  // faster than two-shot again, so two-shot is not extended there (and one-shot cannot come back).
-  std::vector<SizeMedians> m = {{1 * KiB, 50, 20, 30}, {2 * KiB, 50, 60, 30}, {4 * KiB, 50, 20, 30}};
-  const Crossover c = findCrossover(m);
-  EXPECT_EQ(c.oneShotMaxBytes, 1 * KiB);
-  EXPECT_EQ(c.twoShotMaxBytes, 2 * KiB);
-  EXPECT_EQ(c.sizes[2].chosen, TunedChoice::Nccl);
-  EXPECT_NE(c.sizes[2].why.find("not faster than one-shot"), std::string::npos) << c.sizes[2].why;
-}
-
-TEST(TuneCrossover, UnmeasuredPathLosesButDoesNotBlockTheOther) {
-  // One-shot measured only up to 2 KiB (a capacity cap): above that two-shot is judged against NCCL alone.
-  std::vector<SizeMedians> m = {
-      {1 * KiB, 20, 5, 9},
-      {2 * KiB, 20, 6, 9},
-      {4 * KiB, 20, kNotMeasured, 10},
-      {8 * KiB, kNotMeasured, 7, 5},
-  };
-  const Crossover c = findCrossover(m);
-  EXPECT_EQ(c.oneShotMaxBytes, 2 * KiB);
-  EXPECT_EQ(c.twoShotMaxBytes, 4 * KiB) << "NCCL not measured at 8 KiB: nothing wins there";
-}
-
-TEST(TuneCrossover, InputOrderDoesNotMatterAndLimitsAreOrdered) {
-  auto m = sweep(linear(20, 40), linear(5, 2), linear(9, 10));
-  std::reverse(m.begin(), m.end());
-  const Crossover c = findCrossover(m);
-  EXPECT_EQ(c.oneShotMaxBytes, 16 * KiB);
-  EXPECT_EQ(c.twoShotMaxBytes, 128 * KiB);
-  EXPECT_EQ(c.sizes.front().bytes, 8u);
-  EXPECT_TRUE(c.twoShotMaxBytes == 0 || c.twoShotMaxBytes > c.oneShotMaxBytes);
-}
-
-TEST(TuneCrossover, EmptyInputTurnsBothOff) {
-  const Crossover c = findCrossover({});
-  EXPECT_EQ(c.oneShotMaxBytes, 0u);
-  EXPECT_EQ(c.twoShotMaxBytes, 0u);
-  EXPECT_TRUE(c.sizes.empty());
 }
 
 }  // namespace

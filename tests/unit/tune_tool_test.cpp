@@ -16,6 +16,7 @@
 #include "core/table_file.h"
 #include "tests/unit/temp_file.h"
 #include "tools/nccl_library.h"
+#include "tools/tune_bands.h"
 #include "tools/tune_options.h"
 #include "tools/tune_plan.h"
 #include "tools/tune_report.h"
@@ -101,6 +102,58 @@ TEST(TuneOptions, BadArgumentsSayWhatIsWrong) {
   }
 }
 
+TEST(TuneOptions, VariantsAndNcclConfigsNarrowWhatIsTimed) {
+  const TuneOptions defaults = parse({}).options;
+  EXPECT_EQ(defaults.variants, (std::vector<SymVariant>{SymVariant::Push, SymVariant::Pull, SymVariant::Staged}));
+  EXPECT_EQ(defaults.ncclConfigs, NcclConfigSet::Default);
+  EXPECT_EQ(symmetricPathsFor(defaults),
+            (std::vector<TunePath>{TunePath::OneShotPush, TunePath::OneShotPull, TunePath::OneShotStaged,
+                                   TunePath::TwoShotPush, TunePath::TwoShotPull, TunePath::TwoShotStaged}));
+  // LL128 only where the link is NVLink: on PCIe NCCL leaves it off, a band for it would not apply.
+  const std::vector<TunePath> pcie = {TunePath::NcclRingLL, TunePath::NcclRingSimple, TunePath::NcclTreeLL,
+                                      TunePath::NcclTreeSimple};
+  for (LinkClass link : {LinkClass::PcieSameSwitch, LinkClass::PcieSameRoot, LinkClass::PcieCrossSocket})
+    EXPECT_EQ(ncclConfigsFor(defaults, link), pcie) << linkClassName(link);
+  EXPECT_EQ(ncclConfigsFor(defaults, LinkClass::NvLink).size(), 6u);
+  const TuneOptions all = parse({"--nccl-configs", "all"}).options;
+  EXPECT_EQ(ncclConfigsFor(all, LinkClass::PcieCrossSocket).size(), 6u) << "all: LL128 on PCIe too";
+  EXPECT_TRUE(ncclConfigsFor(parse({"--nccl-configs", "none"}).options, LinkClass::NvLink).empty());
+
+  const TuneArgsResult r =
+      parse({"--variants", "staged,push", "--nccl-configs", "tree/simple,Ring/LL", "--csv", "m.csv"});
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.options.variants, (std::vector<SymVariant>{SymVariant::Push, SymVariant::Staged}));
+  EXPECT_EQ(symmetricPathsFor(r.options), (std::vector<TunePath>{TunePath::OneShotPush, TunePath::OneShotStaged,
+                                                                 TunePath::TwoShotPush, TunePath::TwoShotStaged}));
+  EXPECT_EQ(ncclConfigsFor(r.options, LinkClass::PcieSameSwitch),
+            (std::vector<TunePath>{TunePath::NcclRingLL, TunePath::NcclTreeSimple}))
+      << "a list is taken as given, LL128 too, in the candidates' order";
+  EXPECT_EQ(ncclConfigsFor(parse({"--nccl-configs", "ring/ll128"}).options, LinkClass::PcieSameSwitch),
+            (std::vector<TunePath>{TunePath::NcclRingLL128}));
+  EXPECT_EQ(r.options.csv, "m.csv");
+
+  struct Case {
+    std::vector<std::string> args;
+    const char* message;
+  };
+  const Case bad[] = {
+      {{"--variants", "push,push"}, "bad --variants 'push,push': 'push' named twice"},
+      {{"--variants", "push,"}, "bad --variants 'push,': empty name"},
+      {{"--variants", "fast"}, "bad --variants 'fast': no variant 'fast'"},
+      {{"--nccl-configs", "ring"}, "bad --nccl-configs 'ring': no configuration 'ring'"},
+      {{"--nccl-configs", "nvls/simple"}, "no configuration 'nvls/simple'"},
+      {{"--nccl-configs", "ring/ll,RING/LL"}, "'ring/ll' named twice"},
+      {{"--nccl-configs", ""}, "bad --nccl-configs '': no configuration ''"},
+      {{"--csv", ""}, "--csv needs a file name"},
+      {{"--csv", "t.txt", "--out", "t.txt"}, "--csv and --out name the same file (t.txt)"},
+  };
+  for (const Case& c : bad) {
+    const TuneArgsResult e = parse(c.args);
+    EXPECT_FALSE(e.ok()) << c.args[0];
+    EXPECT_NE(e.error.find(c.message), std::string::npos) << "got: " << e.error;
+  }
+}
+
 TEST(TuneOptions, CallsPerGraphShrinkAboveQuarterMiB) {
   EXPECT_EQ(callsForSize(8, 200), 200);
   EXPECT_EQ(callsForSize(256 * KiB, 200), 200);
@@ -128,11 +181,70 @@ TEST(TunePlan, EightGpuServerGetsTwoFourEightWithTheirLinks) {
   EXPECT_EQ(plan.worlds[1].link, LinkClass::PcieSameRoot);
   EXPECT_EQ(plan.worlds[2].nRanks, 8);
   EXPECT_EQ(plan.worlds[2].link, LinkClass::PcieCrossSocket);
-  EXPECT_EQ(plan.steps(3), 3 * 24 * 3 * 3);
+  // Per world: stock NCCL, four configs (no LL128 on PCIe), six kernels.
+  for (const TuneWorld& w : plan.worlds) {
+    EXPECT_EQ(w.paths().size(), 11u);
+    EXPECT_EQ(w.rankSets(), 5);
+  }
+  EXPECT_EQ(plan.steps(3), 3 * 24 * 11 * 3);
   ASSERT_FALSE(plan.warnings.empty());
   EXPECT_NE(plan.warnings[0].find("P2P is not known"), std::string::npos);
   const std::string text = describePlan(plan, topo, parse({}).options);
-  EXPECT_NE(text.find("ranks=8 on GPUs 0,1,2,3,4,5,6,7: link pcie-sys"), std::string::npos) << text;
+  EXPECT_NE(text.find("ranks=8 on GPUs 0,1,2,3,4,5,6,7: link pcie-sys; paths stock ring/ll ring/simple tree/ll "
+                      "tree/simple 1s-push 1s-pull 1s-staged 2s-push 2s-pull 2s-staged\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  estimate: about "), std::string::npos) << text;
+  EXPECT_NE(text.find(" of measuring (15 set(s) of ranks, 2376 timed steps"), std::string::npos) << text;
+}
+
+// A plan for `n` NVLink GPUs (no topology file needed).
+TunePlan nvlinkPlan(int n, const std::vector<std::string>& args) {
+  std::vector<GpuInfo> gpus(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) gpus[static_cast<size_t>(i)].index = i, gpus[static_cast<size_t>(i)].capability = {9, 0};
+  Topology topo(gpus);
+  for (int a = 0; a < n; ++a)
+    for (int b = 0; b < n; ++b)
+      if (a != b) topo.setPath(a, b, PathKind::NvLink);
+  const TunePlan plan = planTuning(topo, parse(args).options);
+  EXPECT_TRUE(plan.ok()) << plan.error;
+  return plan;
+}
+
+double estimateFor(int n, const std::vector<std::string>& args) {
+  return estimateTuneSeconds(nvlinkPlan(n, args), parse(args).options);
+}
+
+TEST(TunePlan, TheEstimateGrowsWithTheWork) {
+  const double base = estimateFor(2, {});
+  EXPECT_GT(base, 0);
+  EXPECT_LT(estimateFor(2, {"--quick"}), base);
+  EXPECT_LT(estimateFor(2, {"--max", "1M"}), base) << "fewer sizes";
+  EXPECT_GT(estimateFor(2, {"--rounds", "6"}), base);
+  EXPECT_GT(estimateFor(2, {"--reps", "20"}), base);
+  EXPECT_GT(estimateFor(2, {"--iters", "400"}), base);
+  EXPECT_LT(estimateFor(2, {"--nccl-configs", "none"}), base) << "fewer sets of ranks";
+  EXPECT_LT(estimateFor(2, {"--variants", "push"}), base) << "fewer kernels";
+  EXPECT_GT(estimateFor(4, {"--ranks", "2,4"}), base) << "more worlds";
+  // Larger messages cost more per call; PCIe more than NVLink.
+  for (uint64_t b = 8; b < (64ull << 20); b *= 2) {
+    EXPECT_LT(guessedCallUs(b, LinkClass::NvLink), guessedCallUs(b * 2, LinkClass::NvLink)) << b;
+    EXPECT_LT(guessedCallUs(b, LinkClass::NvLink), guessedCallUs(b, LinkClass::PcieSameSwitch)) << b;
+  }
+}
+
+TEST(TunePlan, TheEstimateIsPlausible) {
+  // What the previous version timed on 2x H200 (stock NCCL, one-shot and two-shot push, 24 sizes, 3
+  // rounds of 7 replays): about 6 s of measuring, 10 s in all. The model, for that work, within a factor
+  // of three of the 10 s; the default run (7 sets of ranks, 13 paths) then takes about 4x as long.
+  const double previous = estimateFor(2, {"--variants", "push", "--nccl-configs", "none"});
+  EXPECT_GT(previous, 10.0 / 3) << previous;
+  EXPECT_LT(previous, 10.0 * 3) << previous;
+  const double full = estimateFor(2, {});
+  EXPECT_GT(full, 2 * previous);
+  EXPECT_LT(full, 10 * previous);
+  // Every set of ranks pays at least its start.
+  EXPECT_GE(full, nvlinkPlan(2, {}).worlds[0].rankSets() * kRankSetStartSec);
 }
 
 TEST(TunePlan, ChosenGpusDecideTheWorldsAndTheirLink) {
@@ -195,10 +307,11 @@ TEST(TunePlan, UnknownLinkIsRefused) {
 // ---- the table file --------------------------------------------------------------------------------
 
 std::vector<TunedWorld> twoWorlds() {
-  TunedWorld a{2, LinkClass::PcieSameSwitch, {0, 1}, {}};
-  a.crossover.oneShotMaxBytes = 64 * KiB;
-  a.crossover.twoShotMaxBytes = 1 * MiB;
-  TunedWorld b{4, LinkClass::PcieSameRoot, {0, 1, 2, 3}, {}};  // nothing won: both paths off
+  TunedWorld a{2, LinkClass::PcieSameSwitch, {0, 1}, {}, {}, {}};
+  a.bands.measured = true;
+  a.bands.symBands = {{64 * KiB, SymAlgo::OneShot, SymVariant::Push}, {1 * MiB, SymAlgo::TwoShot, SymVariant::Push}};
+  TunedWorld b{4, LinkClass::PcieSameRoot, {0, 1, 2, 3}, {}, {}, {}};  // NCCL won everywhere: both paths off
+  b.bands.measured = true;
   return {a, b};
 }
 
@@ -246,26 +359,55 @@ TEST(TuneTable, WrittenTableReadsBackAndTheDecisionTableUsesIt) {
             DecisionTable::builtIn().thresholdsFor({12, 0}, LinkClass::PcieSameSwitch, 8).entry->oneShotMaxBytes);
 }
 
-// A machine where one-shot wins up to 1 GiB at 8 ranks would need 24 GiB of buffer per GPU: the
-// written entry is brought within what the setup takes, so the table still reads back.
-TEST(TuneTable, EntriesStayWithinTheSymmetricLimits) {
+// What the bands make of medians where one-shot wins up to 1 GiB (8 ranks: cut to fit the buffers) and
+// where variants and NCCL configs win: the written entries stay within what the setup takes and read back.
+TEST(TuneTable, EntriesStayWithinTheSymmetricLimitsAndReadBack) {
+  std::vector<SizeTimes> times;
+  for (uint64_t b = 1 * MiB; b <= 1024 * MiB; b *= 2) {
+    SizeTimes t;
+    t.bytes = b;
+    t.setMedian(TunePath::Nccl, 100 + static_cast<double>(b) / 1e4);
+    t.setMedian(TunePath::NcclTreeSimple, 100 + static_cast<double>(b) / 2e4);
+    t.setMedian(TunePath::OneShotPull, 5 + static_cast<double>(b) / 2e4);
+    t.setMedian(TunePath::TwoShotStaged, b > 8 * MiB ? 4 + static_cast<double>(b) / 3e4 : 1e9);
+    times.push_back(t);
+  }
   std::vector<TunedWorld> worlds(2);
   worlds[0].nRanks = 8;
-  worlds[0].link = LinkClass::NvLink;
-  worlds[0].crossover.oneShotMaxBytes = 1ull << 30;
   worlds[1].nRanks = 2;
-  worlds[1].link = LinkClass::NvLink;
-  worlds[1].crossover.oneShotMaxBytes = 1 * MiB;
-  worlds[1].crossover.twoShotMaxBytes = 1ull << 30;
+  for (TunedWorld& w : worlds) {
+    w.link = LinkClass::NvLink;
+    w.bands = chooseBands(times, w.nRanks);
+  }
   const std::vector<Thresholds> entries = tunedEntries({12, 0}, worlds);
   ASSERT_EQ(entries.size(), 2u);
-  for (const Thresholds& t : entries)
+  for (const Thresholds& t : entries) {
     EXPECT_EQ(symmetricLimitProblem(t.nRanks, t.oneShotMaxBytes, t.twoShotMaxBytes), "") << t.nRanks;
-  EXPECT_EQ(entries[0].oneShotMaxBytes, 64 * MiB);  // the largest power of two within the cap
-  EXPECT_EQ(entries[1].oneShotMaxBytes, 1 * MiB);   // untouched where it fits
-  EXPECT_EQ(entries[1].twoShotMaxBytes, 256 * MiB);
+    EXPECT_GT(t.numSymBands, 0) << t.nRanks;
+    EXPECT_GT(t.numBands, 0) << t.nRanks << ": the sizes cut from the symmetric range get tree/simple";
+  }
   std::string error;
-  EXPECT_NE(tunedTableText(entries, {}, "t.txt", &error), "") << error;
+  const std::string text = tunedTableText(entries, {}, "t.txt", &error);
+  ASSERT_NE(text, "") << error;
+  EXPECT_NE(text.find("sym cc=12.0 link=nvlink ranks=8 upto=8MiB algo=oneshot variant=pull\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("band cc=12.0 link=nvlink ranks=8 coll=allreduce upto=1GiB algo=tree proto=simple channels=0\n"),
+            std::string::npos)
+      << text;
+}
+
+TEST(TuneTable, AChangedNcclBandIsCaughtByTheReadBack) {
+  // Two bands with the same upto contradict each other: the file refuses them, the check reports it.
+  Thresholds t;
+  t.cc = {12, 0};
+  t.link = LinkClass::PcieSameSwitch;
+  t.nRanks = 2;
+  t.bands[0] = {Collective::AllReduce, 64 * KiB, NcclAlgo::Ring, NcclProto::LL, 0};
+  t.bands[1] = {Collective::AllReduce, 64 * KiB, NcclAlgo::Tree, NcclProto::LL, 0};
+  t.numBands = 2;
+  std::string error;
+  EXPECT_EQ(tunedTableText({t}, {}, "bad.txt", &error), "");
+  EXPECT_NE(error.find("does not read back"), std::string::npos) << error;
 }
 
 TEST(TuneTable, ProvenanceLinesNameTheMachineAndTheRun) {
@@ -324,19 +466,48 @@ TEST(TuneReport, ProgressAndDurations) {
   EXPECT_EQ(durationText(3720), "1h02m");
   const std::string first = progressLine(0, 10, 0.4, 2, "nccl", 64 * KiB, 0, 3);
   EXPECT_EQ(first, "[1/10] ranks=2 nccl 64KiB (round 1/3), 0s elapsed");
-  const std::string later = progressLine(4, 10, 40, 4, "two-shot", 8, 1, 3);
-  EXPECT_EQ(later, "[5/10] ranks=4 two-shot 8B (round 2/3), 40s elapsed, about 1m00s left");
+  const std::string later = progressLine(4, 10, 40, 4, tunePathLabel(TunePath::NcclTreeLL), 8, 1, 3);
+  EXPECT_EQ(later, "[5/10] ranks=4 NCCL tree/ll 8B (round 2/3), 40s elapsed, about 1m00s left");
 }
 
-TEST(TuneReport, SummaryShowsEveryPathAndTheChoice) {
-  std::vector<SizeMedians> medians = {{8, 20.0, 5.0, 9.0}, {16, 20.0, 30.0, 10.0}, {32, 20.0, 30.0, NAN}};
-  TunedWorld world{2, LinkClass::NvLink, {0, 1}, findCrossover(medians)};
-  const std::string text = summaryTable(world, {9, 0}, medians);
+TEST(TuneReport, SummaryShowsEveryPathTimedAndTheChoice) {
+  TunedWorld world;
+  world.nRanks = 2;
+  world.link = LinkClass::NvLink;
+  world.gpus = {0, 1};
+  world.paths = {TunePath::Nccl, TunePath::NcclRingLL, TunePath::OneShotPush, TunePath::TwoShotPush};
+  auto at = [](uint64_t bytes, double nccl, double ringLl, double one, double two) {
+    SizeTimes t;
+    t.bytes = bytes;
+    t.setMedian(TunePath::Nccl, nccl);
+    t.setMedian(TunePath::NcclRingLL, ringLl);
+    t.setMedian(TunePath::OneShotPush, one);
+    t.setMedian(TunePath::TwoShotPush, two);
+    return t;
+  };
+  world.times = {at(8, 20.0, 21.0, 5.0, 9.0), at(16, 20.0, 21.0, 30.0, 10.0), at(32, 20.0, 12.0, 30.0, NAN),
+                 at(64, 20.0, 30.0, 30.0, NAN)};
+  world.bands = chooseBands(world.times, 2);
+  const std::string text = summaryTable(world, {9, 0});
   EXPECT_NE(text.find("ranks=2 link=nvlink cc=9.0 (GPUs 0,1)"), std::string::npos) << text;
-  EXPECT_NE(text.find("        8B        20.00         5.00         9.00  one-shot"), std::string::npos) << text;
-  EXPECT_NE(text.find("       16B        20.00        30.00        10.00  two-shot"), std::string::npos) << text;
-  EXPECT_NE(text.find("       32B        20.00        30.00            -  nccl"), std::string::npos) << text;
-  EXPECT_NE(text.find("limits: one-shot up to 8B, two-shot up to 16B"), std::string::npos) << text;
+  EXPECT_NE(text.find("      size       stock     ring/ll     1s-push     2s-push  chosen       why\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(
+      text.find("        8B       20.00       21.00        5.00        9.00  1s-push      one-shot push 5.00 us < "
+                "0.95 x stock NCCL 20.00 us\n"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(text.find("       16B       20.00       21.00       30.00       10.00  2s-push "), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("       32B       20.00       12.00       30.00           -  ring/ll      NCCL ring/ll 12.00 us"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("       64B       20.00       30.00       30.00           -  stock "), std::string::npos) << text;
+  EXPECT_NE(text.find("symmetric bands: one-shot push up to 8B, two-shot push up to 16B\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("NCCL bands: stock NCCL up to 16B, NCCL ring/ll up to 32B; above them NCCL untouched\n"),
+            std::string::npos)
+      << text;
 }
 
 // ---- the built binary --------------------------------------------------------------------------------
@@ -450,6 +621,8 @@ TEST(TuneTool, PlanPrintsWhatWouldBeMeasured) {
   EXPECT_TRUE(has(r, "ranks=2 on GPUs 0,1: link pcie-switch")) << r.out;
   EXPECT_TRUE(has(r, "ranks=8 on GPUs 0,1,2,3,4,5,6,7: link pcie-sys")) << r.out;
   EXPECT_TRUE(has(r, "x4 steps (12 sizes)")) << r.out;
+  EXPECT_TRUE(has(r, "  estimate: about ")) << r.out;
+  EXPECT_TRUE(has(r, "; paths stock ring/ll ring/simple tree/ll tree/simple 1s-push")) << r.out;
   EXPECT_TRUE(has(r, "NCCL 2.")) << r.out;
 }
 

@@ -5,8 +5,11 @@
 #include <utility>
 #include <vector>
 
+#include "core/table_file.h"
 #include "plugin/tuner.h"
 #include "tests/unit/nccl_cost_table.h"
+#include "tools/tune_bands.h"
+#include "tools/tune_table.h"
 
 namespace symmem {
 namespace {
@@ -181,6 +184,69 @@ TEST(TunerComm, MultiNodeAndUnknownFactsStayInactive) {
   ProcessContext off = process;
   off.policy.tuner = false;
   EXPECT_FALSE(makeTunerComm(off, 1, 8, 1).active);
+}
+
+// A table symmem-tune writes, loaded the way the plugin loads SYMMEM_TABLE, steers NCCL by default (no
+// setting needed). The case: 8x RTX PRO 6000 on dual AMD Turin, where NCCL's fixed AMD host bandwidth
+// makes it pick Simple over LL; forcing LL took 32 KiB from 48.2 to 26.2 us (NVIDIA/nccl#2036).
+TEST(TunerCostTable, ATunedRingLlBandFromTheTableFileReachesNcclsCostTable) {
+  std::vector<SizeTimes> times(2);
+  times[0].bytes = 16 * 1024;
+  times[0].setMedian(TunePath::Nccl, 40.0);
+  times[0].setMedian(TunePath::NcclRingLL, 39.0);
+  times[0].setMedian(TunePath::OneShotPull, 15.0);
+  times[1].bytes = 32 * 1024;
+  times[1].setMedian(TunePath::Nccl, 48.2);
+  times[1].setMedian(TunePath::NcclRingLL, 26.2);
+  times[1].setMedian(TunePath::NcclRingSimple, 48.0);
+  times[1].setMedian(TunePath::OneShotPull, 30.0);
+  TunedWorld world;
+  world.nRanks = 8;
+  world.link = LinkClass::PcieCrossSocket;
+  world.bands = chooseBands(times, 8);
+  std::string error;
+  const std::string text = tunedTableText(tunedEntries({12, 0}, {world}), {"test"}, "turin.txt", &error);
+  ASSERT_FALSE(text.empty()) << error;
+  ASSERT_NE(text.find("band cc=12.0 link=pcie-sys ranks=8 coll=allreduce upto=32KiB algo=ring proto=ll channels=0"),
+            std::string::npos)
+      << text;
+
+  // As plugin/process.h builds it: the built-in table with the file applied, default settings.
+  const TableFileResult file = parseTableText(text, "turin.txt");
+  ASSERT_TRUE(file.ok()) << file.error;
+  DecisionTable table = DecisionTable::builtIn();
+  applyTableFile(file, table);
+  ProcessContext process;
+  process.node.cc = {12, 0};
+  process.node.link = LinkClass::PcieCrossSocket;
+  process.node.allPairsP2p = true;
+  process.table = &table;
+  ASSERT_TRUE(process.policy.tuner) << "the tuner is on by default";
+  TunerComm comm = makeTunerComm(process, 7, 8, 1);
+  ASSERT_TRUE(comm.active);
+
+  // NCCL's own choice on that box: ring/simple (its model puts LL above Simple).
+  const int allReduce = static_cast<int>(Collective::AllReduce);
+  auto simpleFirst = [] {
+    CostTable t;
+    t.cells[0][0] = 32.0f;  // tree/ll
+    t.cells[1][0] = 30.0f;  // ring/ll
+    t.cells[1][2] = 20.0f;  // ring/simple
+    return t;
+  };
+  CostTable t = simpleFirst();
+  ASSERT_EQ(t.ncclChoice(), std::make_pair(1, 2));
+  int nChannels = 0;
+  EXPECT_EQ(tuner::getCollInfo(&comm, allReduce, 32 * 1024, 1, t.raw(), 7, 3, 0, &nChannels), abi::kSuccess);
+  EXPECT_EQ(t.ncclChoice(), std::make_pair(1, 0)) << "the band's ring/ll";
+  EXPECT_EQ(nChannels, 0);
+  // In the symmetric range (calls the kernels do not take reach NCCL there) and above the last measured
+  // size, NCCL's own choice stays.
+  for (size_t bytes : {size_t{8 * 1024}, size_t{64 * 1024}}) {
+    CostTable u = simpleFirst();
+    EXPECT_EQ(tuner::getCollInfo(&comm, allReduce, bytes, 1, u.raw(), 7, 3, 0, &nChannels), abi::kSuccess);
+    EXPECT_EQ(u.ncclChoice(), std::make_pair(1, 2)) << bytes;
+  }
 }
 
 // NCCL's v7 constants around a v5-shaped copy: every member in its own slot, the Rubin row kept,
