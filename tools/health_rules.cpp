@@ -542,7 +542,11 @@ void unchecked(const View& v, Findings& out) {
                           countOf(names.size(), v.links().size(), "pairs") + ": " + listed(names, 6) +
                           "; the verdict does not cover them.";
   out.push_back(
-      {HealthSeverity::Note, "p2p-unchecked", msg, {"symmem-health without --quick, or with a larger --timeout-s"}});
+      {HealthSeverity::Note,
+       "p2p-unchecked",
+       msg,
+       {"symmem-health --gpus <the pair's two GPUs> --timeout-s 60   (more time per step; the table's detail column "
+        "says which step stopped)"}});
 }
 
 void mixedGpus(const View& v, Findings& out) {
