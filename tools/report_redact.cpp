@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <utility>
 
 namespace symmem::report {
 
@@ -214,26 +215,27 @@ std::string Redactor::redactPaths(std::string_view text) const {
 
 std::string Redactor::replaceGluedDirs(std::string_view text) const {
   // The directories themselves, wherever they stand: also glued to other text ("-I/home/u/include"),
-  // where a path is not recognised as one.
+  // where a path is not recognised as one. Longest first: the current directory is often in the home.
+  std::vector<std::pair<std::string_view, std::string_view>> dirs;
+  for (const std::string& d : reportDirs_) dirs.emplace_back(d, ".");
+  for (const std::string& d : homeDirs_) dirs.emplace_back(d, kHomeMarker);
+  for (const std::string& d : currentDirs_) dirs.emplace_back(d, kCwdMarker);
+  std::stable_sort(dirs.begin(), dirs.end(),
+                   [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
   std::string out(text);
-  auto replaceAll = [&](const std::vector<std::string>& dirs, std::string_view with) {
-    for (const std::string& d : dirs) {
-      size_t pos = 0;
-      while ((pos = out.find(d, pos)) != std::string::npos) {
-        const size_t after = pos + d.size();
-        const bool wholeDir = after == out.size() || out[after] == '/' || !isPathChar(out[after]);
-        if (!wholeDir || afterMarker(out, pos)) {
-          pos = after;
-          continue;
-        }
-        out.replace(pos, d.size(), with);
-        pos += with.size();
+  for (const auto& [dir, with] : dirs) {
+    size_t pos = 0;
+    while ((pos = out.find(dir, pos)) != std::string::npos) {
+      const size_t after = pos + dir.size();
+      const bool wholeDir = after == out.size() || out[after] == '/' || !isPathChar(out[after]);
+      if (!wholeDir || afterMarker(out, pos)) {
+        pos = after;
+        continue;
       }
+      out.replace(pos, dir.size(), with);
+      pos += with.size();
     }
-  };
-  replaceAll(reportDirs_, ".");
-  replaceAll(homeDirs_, kHomeMarker);
-  replaceAll(currentDirs_, kCwdMarker);
+  }
   return out;
 }
 

@@ -387,11 +387,9 @@ std::string renderReport(const ReportInputs& in) {
         (in.toolsDirOverridden ? " (SYMMEM_REPORT_TOOLS_DIR)" : " (the directory of symmem-report)") +
         "; each command as it ran, with its result and how long it took.\n\n";
   md += "| step | command | result | time |\n|---|---|---|---|\n";
-  const std::pair<const char*, const ToolRun*> steps[] = {{"topology", &in.info},
-                                                          {"configuration check", &in.check},
-                                                          {"health check", &in.health},
-                                                          {"tune", &in.tune},
-                                                          {"plots", &in.plots}};
+  const std::pair<const char*, const ToolRun*> steps[] = {
+      {"topology", &in.info}, {"configuration check", &in.check},    {"health check", &in.health},
+      {"tune", &in.tune},     {"tuned table check", &in.tableCheck}, {"plots", &in.plots}};
   for (const auto& [step, run] : steps) {
     const bool started = run->end != RunEnd::NotRun && run->end != RunEnd::CouldNotStart;
     md += std::string("| ") + step + " | " + (run->command.empty() ? "-" : code(cell(run->command))) + " | " +
@@ -423,6 +421,9 @@ std::string renderReport(const ReportInputs& in) {
   embed(md, in.tuneText);
   md += "### Table\n\n";
   embed(md, in.table);
+  if (in.tableCheck.end == RunEnd::Exited && !in.tableCheck.stdoutText.empty())
+    md += "Checked with " + code(in.tableCheck.command) + " (" + runEndText(in.tableCheck) + "):\n\n" +
+          fenced(in.tableCheck.stdoutText) + "\n";
   md += csvNote(in.latencyCsv, kLatencyCsvHeader) + ".\n\n";
 
   md += "## Plots\n\n";

@@ -68,13 +68,13 @@ struct FileSize {
 };
 
 struct ReportInputs {
-  std::string createdUtc;           // "2026-12-01 13:04:52 UTC"
-  std::string invocation;           // how symmem-report was called
-  std::string toolsDir;             // where the tools ran from (redacted when written)
-  bool toolsDirOverridden = false;  // SYMMEM_REPORT_TOOLS_DIR set
-  std::vector<Row> versions;        // "nccl-symmem", "0.1.0"; ...
-  std::vector<Row> environment;     // SYMMEM_* and NCCL_* set, in name order
-  ToolRun info, check, health, tune, plots;
+  std::string createdUtc;                                // "2026-12-01 13:04:52 UTC"
+  std::string invocation;                                // how symmem-report was called
+  std::string toolsDir;                                  // where the tools ran from (redacted when written)
+  bool toolsDirOverridden = false;                       // SYMMEM_REPORT_TOOLS_DIR set
+  std::vector<Row> versions;                             // "nccl-symmem", "0.1.0"; ...
+  std::vector<Row> environment;                          // SYMMEM_* and NCCL_* set, in name order
+  ToolRun info, check, health, tune, tableCheck, plots;  // tableCheck: symmem-info --check of the tuned table
   Artifact topology, healthText, healthCsv, tuneText, table, latencyCsv;
   std::vector<std::string> pngs;  // drawn plots, in name order
   std::vector<FileSize> files;    // every file of the folder (report.md included), in name order

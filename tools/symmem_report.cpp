@@ -306,10 +306,10 @@ class Report {
       request.timeoutSeconds = options_.timeoutSeconds.value_or(timeout);
       result = runTool(request, &gInterrupted);
     }
-    std::fprintf(stderr, "[%d/%d] %s: %s%s\n", step, kSteps, what, runEndText(result).c_str(),
-                 result.end == RunEnd::NotRun || result.end == RunEnd::CouldNotStart
-                     ? ""
-                     : (", " + std::to_string(static_cast<int>(result.seconds + 0.5)) + " s").c_str());
+    const bool ran = result.end != RunEnd::NotRun && result.end != RunEnd::CouldNotStart;
+    std::fprintf(stderr, "[%d/%d] %s: %s", step, kSteps, what, runEndText(result).c_str());
+    if (ran) std::fprintf(stderr, ", %.1f s", result.seconds);
+    std::fprintf(stderr, "\n");
     return result;
   }
 
@@ -430,6 +430,11 @@ int main(int argc, char** argv) {
     tuneArgs.insert(tuneArgs.end(), {"--out", report.staged("table.txt"), "--csv", report.staged("latency.csv")});
     in.tune = report.run(3, "tune (symmem-tune)", "symmem-tune", tuneArgs, opt.quick ? 1200 : 3600);
   }
+  in.tableCheck.tool = "symmem-info";
+  in.tableCheck.problem = "no tuned table to check";
+  if (struct stat st{}; stat(report.staged("table.txt").c_str(), &st) == 0)
+    in.tableCheck = report.run(3, "tuned table check (symmem-info --check --table)", "symmem-info",
+                               {"--check", "--table", report.staged("table.txt")}, 120);
   in.tuneText = report.fromStdout("tune.txt", in.tune);
   in.table = report.fromStaging("table.txt", in.tune);
   in.latencyCsv = report.fromStaging("latency.csv", in.tune);
