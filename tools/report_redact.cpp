@@ -193,8 +193,9 @@ std::string Redactor::redactPaths(std::string_view text) const {
       i = end;
       continue;
     }
-    if (c == '~' && starts && (i + 1 == text.size() || text[i + 1] == '/' || !isPathChar(text[i + 1]))) {
-      // "~/x/y": under the home directory, as much someone's own as the absolute form.
+    if (c == '~' && starts && ((i + 1 < text.size() && text[i + 1] == '/') || text.size() == 1)) {
+      // "~/x/y": under the home directory, as much someone's own as the absolute form ("~ 25 GB/s" is
+      // prose; a lone "~" is the home only as the whole text).
       const size_t end = pathEnd(text, i);
       const std::string_view rest = text.substr(i + 1, end - i - 1);
       std::string_view core = rest;

@@ -177,10 +177,10 @@ std::string topologySummary(const ToolRun& info, const Artifact& topology) {
 std::string healthSummary(const ToolRun& health, const Artifact& healthText) {
   const std::string prefix = "Health check: ";
   if (health.end != RunEnd::Exited) return prefix + "no verdict: symmem-health " + runEndText(health);
-  const bool printed = healthText.present && !trimmed(healthText.text).empty();
+  // A tool that said nothing at all (a stand-in that only exits) has judged nothing, whatever its code.
+  const bool said = (healthText.present && !trimmed(healthText.text).empty()) || !trimmed(health.stderrTail).empty();
   const std::string code = "symmem-health exit " + std::to_string(health.exitCode);
-  if (!printed && health.exitCode != 2)
-    return withReason(prefix + "no verdict: " + code + " without printing a result", health);
+  if (!said) return withReason(prefix + "no verdict: " + code + " without printing a result", health);
   switch (health.exitCode) {
     case 0:
       return prefix + "**healthy**: P2P works on every pair checked (" + code + ")";

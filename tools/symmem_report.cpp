@@ -71,7 +71,8 @@ void usage(FILE* to) {
                "  --timeout-s S  the most seconds any one tool may run (default: symmem-info 120,\n"
                "                 symmem-health 900, symmem-tune 3600, plots 300; --quick: 300, 300, 1200, 300)\n"
                "Exit 0 when the report was written (whatever the tools found), 1 when it could not be, 2 for a\n"
-               "bad command line. Ctrl-C stops the running tool and writes the report with what finished.\n");
+               "bad command line. Ctrl-C stops the running tool and writes the report with what finished\n"
+               "(a second Ctrl-C ends symmem-report at once).\n");
 }
 
 // 0: go on; 1: --help printed; 2: a bad command line (said on stderr).
@@ -376,7 +377,9 @@ void catchStopSignals() {
   struct sigaction sa {};
   sa.sa_handler = onStopSignal;
   sigemptyset(&sa.sa_mask);
-  sa.sa_flags = 0;  // no SA_RESTART: a wait returns at once to look at the flag
+  // No SA_RESTART: a wait returns at once to look at the flag. SA_RESETHAND: a second Ctrl-C ends the
+  // report at once, as the user then means.
+  sa.sa_flags = SA_RESETHAND;
   for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaction(s, &sa, nullptr);
   // A closed terminal must not end the report half written; a tool's exit is read with waitpid.
   std::signal(SIGPIPE, SIG_IGN);

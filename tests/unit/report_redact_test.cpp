@@ -48,6 +48,7 @@ TEST(ReportRedact, EveryOtherAbsolutePathKeepsOnlyItsLastName) {
   EXPECT_EQ(r("//data//x"), "<path>/x");
   EXPECT_EQ(r("~/nccl/build/lib"), "<path>/lib");
   EXPECT_EQ(r("~"), "<home>");
+  EXPECT_EQ(r("about ~ 25 GB/s, ~40 us"), "about ~ 25 GB/s, ~40 us");
 }
 
 TEST(ReportRedact, PathsInListsQuotesAndOptions) {

@@ -104,6 +104,13 @@ TEST(ReportText, HealthWithoutOutputHasNoVerdict) {
   EXPECT_FALSE(has(s, "unsafe")) << s;
 }
 
+TEST(ReportText, HealthThatOnlySaysWhyOnStderrHasAVerdict) {
+  const std::string s = healthSummary(exited("symmem-health", 3, "", "symmem-health: no CUDA GPU found"),
+                                      missing("health.txt", "printed nothing"));
+  EXPECT_EQ(s,
+            "Health check: the plugin is not useful here (symmem-health exit 3): `symmem-health: no CUDA GPU found`");
+}
+
 TEST(ReportText, HealthThatDidNotFinish) {
   ToolRun hung;
   hung.tool = "symmem-health";
