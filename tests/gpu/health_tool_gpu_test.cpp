@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: Apache-2.0
+// symmem-health on the GPUs present, run as a user runs it (its own process, so its parent stays
+// CUDA-free as it must): every pattern check passes, every number is measured and plausible, and
+// the verdict fits the GPU count (one GPU: a loopback that checks the tool, exit 3, "not useful").
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "core/bounded_file.h"
+#include "tests/gpu/gpu_test_macros.h"
+#include "tools/health_csv.h"
+
+namespace symmem {
+namespace {
+
+struct Run {
+  int exitCode = -1;
+  std::string out;
+};
+
+Run runHealth(const std::string& args) {
+  const std::string cmd = std::string("'") + SYMMEM_HEALTH_PATH + "' " + args + " 2>&1";
+  Run r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+TEST(HealthToolGpu, EveryCheckPassesAndEveryNumberIsMeasured) {
+  SKIP_WITHOUT_GPUS(1);
+  std::string why;
+  const int gpus = testing::gpuCount(&why);
+  const std::string csv = "/tmp/symmem-health-gpu-test.csv";
+  std::remove(csv.c_str());
+  const Run r = runHealth("--quick --csv " + csv + (gpus > 8 ? " --gpus 0,1,2,3,4,5,6,7" : ""));
+  std::printf("%s", r.out.c_str());  // the numbers, for the log of the GPU machine
+  const BoundedFileText file = readBoundedFile(csv, size_t{4} << 20);
+  ASSERT_TRUE(file.ok()) << file.error << "\n" << r.out;
+  HealthMeasurements m;
+  std::string error;
+  ASSERT_TRUE(parseHealthCsv(file.text, &m, &error)) << error;
+
+  ASSERT_FALSE(m.pairs.empty());
+  for (const HealthGpu& g : m.gpus) {
+    EXPECT_TRUE(g.cc.known()) << g.index;
+    EXPECT_GT(g.hostCopyGBs, 1.0) << g.index;  // any PCIe link moves more than 1 GB/s
+  }
+  for (const HealthPair& p : m.pairs) {
+    const std::string pair = "GPU" + std::to_string(p.a) + "->GPU" + std::to_string(p.b);
+    if (p.driverP2p != Support::Yes) continue;  // a box without P2P on this pair: nothing measured there
+    EXPECT_EQ(p.writeCheck, PatternResult::Ok) << pair << ": " << p.detail;
+    EXPECT_EQ(p.readCheck, PatternResult::Ok) << pair << ": " << p.detail;
+    EXPECT_TRUE(p.writeLatencyUs > 0.05 && p.writeLatencyUs < 100) << pair << " " << p.writeLatencyUs;
+    EXPECT_TRUE(p.readLatencyUs > 0.05 && p.readLatencyUs < 100) << pair << " " << p.readLatencyUs;
+    EXPECT_GT(p.writeGBs, 1.0) << pair;
+    EXPECT_GT(p.readGBs, 1.0) << pair;
+  }
+  if (gpus == 1) {
+    EXPECT_TRUE(m.loopback);
+    EXPECT_EQ(r.exitCode, 3) << "one GPU: the plugin has nothing to gain\n" << r.out;
+  } else {
+    EXPECT_FALSE(m.loopback);
+    EXPECT_EQ(m.allAtOnce.check, PatternResult::Ok) << m.allAtOnce.detail;
+    ASSERT_EQ(m.allAtOnce.writeGBsPerGpu.size(), m.gpus.size());
+    for (double gbs : m.allAtOnce.writeGBsPerGpu) EXPECT_GT(gbs, 1.0);
+  }
+}
+
+}  // namespace
+}  // namespace symmem
