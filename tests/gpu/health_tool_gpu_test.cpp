@@ -16,14 +16,14 @@
 namespace symmem {
 namespace {
 
-struct Run {
+struct ToolRun {
   int exitCode = -1;
   std::string out;
 };
 
-Run runHealth(const std::string& args) {
+ToolRun runHealth(const std::string& args) {
   const std::string cmd = std::string("'") + SYMMEM_HEALTH_PATH + "' " + args + " 2>&1";
-  Run r;
+  ToolRun r;
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return r;
   char buf[4096];
@@ -40,7 +40,7 @@ TEST(HealthToolGpu, EveryCheckPassesAndEveryNumberIsMeasured) {
   const int gpus = testing::gpuCount(&why);
   const std::string csv = "/tmp/symmem-health-gpu-test.csv";
   std::remove(csv.c_str());
-  const Run r = runHealth("--quick --csv " + csv + (gpus > 8 ? " --gpus 0,1,2,3,4,5,6,7" : ""));
+  const ToolRun r = runHealth("--quick --csv " + csv + (gpus > 8 ? " --gpus 0,1,2,3,4,5,6,7" : ""));
   std::printf("%s", r.out.c_str());  // the numbers, for the log of the GPU machine
   const BoundedFileText file = readBoundedFile(csv, size_t{4} << 20);
   ASSERT_TRUE(file.ok()) << file.error << "\n" << r.out;
