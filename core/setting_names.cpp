@@ -13,8 +13,8 @@ namespace {
 
 constexpr std::string_view kPrefix = "SYMMEM_";
 // Read by the project's test scripts, not by the plugin.
-constexpr std::string_view kNotSettingsPrefix = "SYMMEM_GPU_TESTS_";
-constexpr std::string_view kNotSettings[] = {"SYMMEM_PLUGIN"};
+// Read by the project's test scripts and tools (symmem-report's stand-in tools), not by the plugin.
+constexpr std::string_view kNotSettings[] = {"SYMMEM_PLUGIN", "SYMMEM_REPORT_TOOLS_DIR"};
 // A name within this many edits of a registered one is a typo of it ("did you mean").
 constexpr size_t kSuggestWithin = 4;
 // Outside the SYMMEM_ prefix, only names this close to a registered one are taken for typos.
