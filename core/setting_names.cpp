@@ -12,8 +12,8 @@ namespace symmem {
 namespace {
 
 constexpr std::string_view kPrefix = "SYMMEM_";
-// Read by the project's test scripts, not by the plugin.
 // Read by the project's test scripts and tools (symmem-report's stand-in tools), not by the plugin.
+constexpr std::string_view kNotSettingsPrefix = "SYMMEM_GPU_TESTS_";
 constexpr std::string_view kNotSettings[] = {"SYMMEM_PLUGIN", "SYMMEM_REPORT_TOOLS_DIR"};
 // A name within this many edits of a registered one is a typo of it ("did you mean").
 constexpr size_t kSuggestWithin = 4;
