@@ -59,12 +59,13 @@ const SizeVerdict& verdictAt(const TuneBands& b, uint64_t bytes) {
 }
 
 // The entry the bands make, as symmem-tune writes it.
-Thresholds entryOf(const TuneBands& bands, int nRanks, LinkClass link = LinkClass::PcieSameSwitch) {
+Thresholds entryOf(const TuneBands& bands, int nRanks, LinkClass link = LinkClass::PcieSameSwitch,
+                   ComputeCapability cc = {12, 0}) {
   TunedWorld w;
   w.nRanks = nRanks;
   w.link = link;
   w.bands = bands;
-  const std::vector<Thresholds> entries = tunedEntries({12, 0}, {w});
+  const std::vector<Thresholds> entries = tunedEntries(cc, {w});
   EXPECT_EQ(entries.size(), 1u);
   return entries.empty() ? Thresholds{} : entries[0];
 }
@@ -363,6 +364,35 @@ TEST(TuneBands, TheEntryReadsBackFromTheTableFile) {
       << text;
   EXPECT_NE(text.find("band cc=12.0 link=pcie-switch ranks=4 coll=allreduce upto="), std::string::npos) << text;
   EXPECT_NE(text.find(" algo=ring proto=ll channels=0\n"), std::string::npos) << text;
+}
+
+// The previous (push-only) version's full pass on 2x H200, NVLink (docs/results/symmem-tune_h200x2.txt:
+// stock NCCL, one-shot push, two-shot push, 8 B to 64 MiB): the bands make the same table of it.
+TEST(TuneBands, TheRecordedH200MediansGiveThePreviousTable) {
+  const double recorded[][3] = {
+      {5.46, 2.78, 5.10},    {5.59, 2.73, 4.80},    {5.65, 2.73, 5.71},       {5.52, 2.74, 5.82},
+      {5.63, 2.75, 5.86},    {5.54, 2.76, 5.88},    {5.71, 2.78, 5.88},       {5.62, 2.73, 5.75},
+      {5.69, 2.83, 5.72},    {6.03, 2.94, 5.88},    {6.37, 3.17, 6.40},       {6.59, 3.29, 7.41},
+      {6.65, 3.42, 7.53},    {6.95, 3.58, 7.69},    {7.01, 3.81, 7.73},       {8.07, 4.23, 7.84},
+      {9.78, 5.00, 8.13},    {13.52, 6.45, 8.92},   {26.92, 10.31, 10.64},    {32.59, 19.14, 20.03},
+      {45.73, 37.51, 38.33}, {73.65, 78.50, 85.72}, {134.62, 162.49, 180.48}, {245.42, 324.78, 367.61},
+  };
+  std::vector<SizeTimes> m;
+  uint64_t bytes = 8;
+  for (const auto& row : recorded) {
+    m.push_back(
+        at(bytes, {{TunePath::Nccl, row[0]}, {TunePath::OneShotPush, row[1]}, {TunePath::TwoShotPush, row[2]}}));
+    bytes *= 2;
+  }
+  const TuneBands b = chooseBands(m, 2);
+  ASSERT_EQ(b.symBands.size(), 1u);
+  EXPECT_EQ(b.symBands[0], (SymBand{8 * MiB, SymAlgo::OneShot, SymVariant::Push}));
+  EXPECT_TRUE(b.ncclBands.empty());
+  EXPECT_EQ(verdictAt(b, 2 * MiB).why, "one-shot push 10.31 us < 0.95 x stock NCCL 26.92 us");
+  EXPECT_EQ(verdictAt(b, 16 * MiB).why, "stock NCCL 73.65 us is the fastest");
+  std::string error;
+  const std::string text = tunedTableText({entryOf(b, 2, LinkClass::NvLink, {9, 0})}, {}, "h200.txt", &error);
+  EXPECT_NE(text.find("entry cc=9.0 link=nvlink ranks=2 oneshot=8MiB twoshot=0B\n"), std::string::npos) << text;
 }
 
 // ---- the CSV -------------------------------------------------------------------------------------------

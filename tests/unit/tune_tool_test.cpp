@@ -397,17 +397,20 @@ TEST(TuneTable, EntriesStayWithinTheSymmetricLimitsAndReadBack) {
 }
 
 TEST(TuneTable, AChangedNcclBandIsCaughtByTheReadBack) {
-  // Two bands with the same upto contradict each other: the file refuses them, the check reports it.
+  // Bands out of order: the file reads them back sorted, so the entry that comes back is not the one
+  // written, and the check says so instead of writing a table that means something else.
   Thresholds t;
   t.cc = {12, 0};
   t.link = LinkClass::PcieSameSwitch;
   t.nRanks = 2;
-  t.bands[0] = {Collective::AllReduce, 64 * KiB, NcclAlgo::Ring, NcclProto::LL, 0};
+  t.bands[0] = {Collective::AllReduce, 256 * KiB, NcclAlgo::Ring, NcclProto::LL, 0};
   t.bands[1] = {Collective::AllReduce, 64 * KiB, NcclAlgo::Tree, NcclProto::LL, 0};
   t.numBands = 2;
   std::string error;
   EXPECT_EQ(tunedTableText({t}, {}, "bad.txt", &error), "");
-  EXPECT_NE(error.find("does not read back"), std::string::npos) << error;
+  EXPECT_EQ(error, "the table symmem-tune made does not read back: entry 1 changed");
+  std::swap(t.bands[0], t.bands[1]);
+  EXPECT_NE(tunedTableText({t}, {}, "good.txt", &error), "") << error;
 }
 
 TEST(TuneTable, ProvenanceLinesNameTheMachineAndTheRun) {
