@@ -70,10 +70,12 @@ std::string methodLine(const TuneOptions& o, const std::vector<uint64_t>& sizes)
   std::snprintf(margin, sizeof margin, "%g%%", o.margin * 100.0);
   std::string variants;
   for (SymVariant v : o.variants) variants += (variants.empty() ? "" : ",") + std::string(symVariantName(v));
-  const char* configs = o.ncclConfigs == NcclConfigSet::Default ? "default"
+  std::string configs = o.ncclConfigs == NcclConfigSet::Default ? "default"
                         : o.ncclConfigs == NcclConfigSet::All   ? "all"
-                        : o.ncclConfigs == NcclConfigSet::None  ? "none"
-                                                                : "listed";
+                                                                : "";
+  if (o.ncclConfigs == NcclConfigSet::List)
+    for (TunePath p : o.ncclConfigList) configs += (configs.empty() ? "" : ",") + std::string(tunePathHeading(p));
+  if (configs.empty()) configs = "none";
   return "CUDA graphs of " + std::to_string(o.callsPerBatch) + " calls (fewer above 256KiB), median of " +
          std::to_string(o.rounds) + " rounds x " + std::to_string(o.batchesPerRound) + " replays per path, " + o.dtype +
          " sum in place, sizes " + formatBytes(sizes.front()) + "-" + formatBytes(sizes.back()) + " x" +
@@ -270,7 +272,7 @@ int main(int argc, char** argv) {
       if (done >= sizeCount) continue;
       const std::string from = formatBytes(plan.sizes[static_cast<size_t>(done)]);
       if (run.code == 0)
-        notes.push_back(key + ": NCCL refused " + tunePathLabel(config) + " at " + from + " (" + run.report->refusal +
+        notes.push_back(key + ": " + tunePathLabel(config) + " refused at " + from + " (" + run.report->refusal +
                         "): not available from there on");
       else
         notes.push_back(key + ": " + tunePathLabel(config) + " not available from " + from + " (" + whyFailed(run) +

@@ -159,7 +159,7 @@ int measureTuneRank(const TuneRankJob& job, int rank) {
     auto stopHere = [&]() {
       report->sizesDone = static_cast<int>(s);
       if (rank == 0)
-        std::fprintf(stderr, "%s[rank 0] NCCL refused %s at %llu bytes (%s): not available from here on\n",
+        std::fprintf(stderr, "%s[rank 0] %s refused at %llu bytes (%s): not available from here on\n",
                      isatty(STDERR_FILENO) ? "\n" : "", tunePathLabel(job.ncclPath).c_str(),
                      static_cast<unsigned long long>(bytes), report->refusal);
       return 0;  // the process ends: NCCL's resources go with it, without a destroy that could wait
