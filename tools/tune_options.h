@@ -26,21 +26,21 @@ struct TuneOptions {
   uint64_t minBytes = 8;            // --min
   uint64_t maxBytes = 64ull << 20;  // --max
   int sizeStep = 2;                 // x2 between measured sizes; --quick: x4
-  double margin = 0.05;             // --margin (percent on the command line): how much faster than NCCL a path must be
-  int callsPerBatch = 200;          // --iters: calls captured in one graph at small sizes (fewer for large sizes)
-  int batchesPerRound = 7;          // --reps: timed graph replays per path and round
-  int rounds = 3;                   // --rounds: the paths are timed in turn, this many times (drift hits them alike)
-  std::string dtype = "bf16";       // --dtype bf16|fp16|fp32
+  double margin = 0.05;  // --margin (percent on the command line): how much faster than a simpler path a path must be
+  int callsPerBatch = 200;     // --iters: calls captured in one graph at small sizes (fewer for large sizes)
+  int batchesPerRound = 7;     // --reps: timed graph replays per path and round
+  int rounds = 3;              // --rounds: the paths are timed in turn, this many times (drift hits them alike)
+  std::string dtype = "bf16";  // --dtype bf16|fp16|fp32
   std::string out = "symmem-table.txt";      // --out
   std::string ncclLibrary = "libnccl.so.2";  // --nccl-lib
-  int timeoutSec = 1800;                     // --timeout-s: per world size
+  int timeoutSec = 1800;  // --timeout-s: per set of ranks (a world's stock set, one NCCL configuration)
   // --variants: the kernel variants timed (one-shot and two-shot of each), in the order push, pull, staged.
   std::vector<SymVariant> variants = {SymVariant::Push, SymVariant::Pull, SymVariant::Staged};
   NcclConfigSet ncclConfigs = NcclConfigSet::Default;  // --nccl-configs default|all|none|LIST
   std::vector<TunePath> ncclConfigList;                // with LIST: in the candidates' order
   std::string csv;                                     // --csv: every median to this file ("": none)
   bool quick = false;                                  // --quick
-  bool planOnly = false;  // --plan: check the machine and print what would be measured, then exit
+  bool planOnly = false;  // --plan: check the machine, print what would be measured and the estimate, then exit
   bool help = false;
 };
 
