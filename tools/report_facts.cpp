@@ -16,6 +16,7 @@
 #include "core/bounded_file.h"
 #include "symmem/version.h"
 #include "tools/nccl_library.h"
+#include "tools/tune_table.h"
 
 namespace symmem::report {
 
@@ -136,8 +137,10 @@ std::vector<Row> gatherVersions() {
   std::vector<Row> rows;
   rows.push_back({"nccl-symmem", SYMMEM_VERSION_STRING});
   const BoundedFileText driver = readBoundedFile("/proc/driver/nvidia/version", kProcFileMaxBytes);
-  rows.push_back({"NVIDIA driver", driver.ok() ? firstLine(driver.text) + " (/proc/driver/nvidia/version)"
-                                               : "none (" + driver.error + ")"});
+  const std::string driverVersion = driver.ok() ? nvidiaDriverVersion(driver.text) : std::string();
+  rows.push_back({"NVIDIA driver", !driver.ok()            ? "none (" + driver.error + ")"
+                                   : driverVersion.empty() ? firstLine(driver.text) + " (/proc/driver/nvidia/version)"
+                                                           : driverVersion + " (/proc/driver/nvidia/version)"});
   int runtime = 0;
   const std::string built = "built with " + cudaVersionText(CUDART_VERSION);
   rows.push_back({"CUDA runtime", cudaRuntimeGetVersion(&runtime) == cudaSuccess

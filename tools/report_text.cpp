@@ -174,27 +174,38 @@ std::string topologySummary(const ToolRun& info, const Artifact& topology) {
   return text;
 }
 
+// symmem-health's own one-line verdict ("verdict: not useful (exit 3): one GPU; ..."), "" if absent.
+std::string verdictLine(const Artifact& healthText) {
+  if (!healthText.present) return {};
+  for (std::string_view line : splitLines(healthText.text))
+    if (startsWith(trimmed(line), "verdict: ")) return std::string(trimmed(line));
+  return {};
+}
+
 std::string healthSummary(const ToolRun& health, const Artifact& healthText) {
   const std::string prefix = "Health check: ";
   if (health.end != RunEnd::Exited) return prefix + "no verdict: symmem-health " + runEndText(health);
   // A tool that said nothing at all (a stand-in that only exits) has judged nothing, whatever its code.
   const bool said = (healthText.present && !trimmed(healthText.text).empty()) || !trimmed(health.stderrTail).empty();
-  const std::string code = "symmem-health exit " + std::to_string(health.exitCode);
-  if (!said) return withReason(prefix + "no verdict: " + code + " without printing a result", health);
+  const std::string exit = "symmem-health exit " + std::to_string(health.exitCode);
+  if (!said) return withReason(prefix + "no verdict: " + exit + " without printing a result", health);
+  const std::string verdict = verdictLine(healthText);
   switch (health.exitCode) {
     case 0:
-      return prefix + "**healthy**: P2P works on every pair checked (" + code + ")";
+      return prefix + "**healthy**: P2P works on every pair checked (" + exit + ")" +
+             (verdict.empty() ? "" : ": " + code(verdict));
     case 1:
-      return prefix + "**P2P unsafe** on this machine (" + code +
+      return prefix + "**P2P unsafe** on this machine (" + exit +
              "): the symmetric kernels must not run here; the findings are below";
     case 2:
-      return withReason(prefix + "no verdict: symmem-health refused its command line (" + code + ")", health);
+      return withReason(prefix + "no verdict: symmem-health refused its command line (" + exit + ")", health);
     case 3:
-      return withReason(prefix + "the plugin is not useful here (" + code + ")", health);
+      if (!verdict.empty()) return prefix + "the plugin is not useful here (" + exit + "): " + code(verdict);
+      return withReason(prefix + "the plugin is not useful here (" + exit + ")", health);
     case 4:
-      return withReason(prefix + "no verdict: symmem-health could not run its checks (" + code + ")", health);
+      return withReason(prefix + "no verdict: symmem-health could not run its checks (" + exit + ")", health);
     default:
-      return withReason(prefix + "no verdict: " + code + ", not one of its documented codes", health);
+      return withReason(prefix + "no verdict: " + exit + ", not one of its documented codes", health);
   }
 }
 

@@ -97,6 +97,22 @@ TEST(ReportText, HealthVerdictForEachExitCode) {
   EXPECT_TRUE(has(healthSummary(exited("symmem-health", 9, "x\n"), text), "not one of its documented codes"));
 }
 
+TEST(ReportText, HealthSummaryQuotesTheToolsOwnVerdict) {
+  // The last stderr line is progress ("wrote ./health.csv"); the verdict line of health.txt says why.
+  const Artifact text = present("health.txt",
+                                "GPUs ...\n[NOT USEFUL] one-gpu: ...\nverdict: not useful (exit 3): one GPU; the "
+                                "plugin would gain nothing here\n");
+  const std::string s = healthSummary(exited("symmem-health", 3, "x\n", "symmem-health: wrote ./health.csv"), text);
+  EXPECT_EQ(
+      s,
+      "Health check: the plugin is not useful here (symmem-health exit 3): `verdict: not useful (exit 3): one GPU; "
+      "the plugin would gain nothing here`");
+  const std::string ok = healthSummary(exited("symmem-health", 0, "x\n"),
+                                       present("health.txt", "verdict: safe and useful (exit 0), with 1 suggestion\n"));
+  EXPECT_TRUE(has(ok, "**healthy**")) << ok;
+  EXPECT_TRUE(has(ok, "`verdict: safe and useful (exit 0), with 1 suggestion`")) << ok;
+}
+
 TEST(ReportText, HealthWithoutOutputHasNoVerdict) {
   // A tool that exits 1 (P2P unsafe, by its codes) but printed nothing has not judged anything.
   const std::string s = healthSummary(exited("symmem-health", 1), missing("health.txt", "printed nothing"));
