@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 #include <string>
@@ -128,6 +129,30 @@ ChildRecord* newRecord() {
 }
 
 // ---- in the child -------------------------------------------------------------------------------
+
+// Faults the GPU tests inject into the first write check, to prove on a real GPU that each is
+// reported and none takes the tool down (SYMMEM_GPU_TESTS_HEALTH_FAULT; never set by users):
+// `corrupt` writes another pattern than the one checked, `hang` holds the stream in a kernel past the
+// step's limit, `stall` blocks the child on the host until the parent stops it.
+enum class TestFault { None, Corrupt, Hang, Stall };
+TestFault testFault() {
+  const char* v = std::getenv("SYMMEM_GPU_TESTS_HEALTH_FAULT");
+  if (v == nullptr) return TestFault::None;
+  const std::string f = v;
+  return f == "corrupt" ? TestFault::Corrupt
+         : f == "hang"  ? TestFault::Hang
+         : f == "stall" ? TestFault::Stall
+                        : TestFault::None;
+}
+
+// A kernel that waits (10 s at most) on a gate nobody opens: the stream looks hung.
+cudaError_t holdStream(cudaStream_t stream) {
+  uint32_t* gate = nullptr;
+  const cudaError_t e = cudaHostAlloc(&gate, sizeof(uint32_t), cudaHostAllocMapped | cudaHostAllocPortable);
+  if (e != cudaSuccess) return e;
+  *gate = 0;
+  return kernels::launchGate(gate, stream);
+}
 
 using Clock = std::chrono::steady_clock;
 
@@ -335,7 +360,11 @@ class PairChild {
     const uint64_t writeSeed = 0x5eed0000ull + 16 * static_cast<uint64_t>(d);
     begin(kStepWriteCheck, d);
     cudaSetDevice(from.device);
-    if (!launched(kernels::launchFillPattern(oneTarget(to.data), words, writeSeed, 1, from.stream), d, &s.writeCheck) ||
+    const TestFault fault = testFault();
+    if (fault == TestFault::Stall) sleep(3600);  // as a CUDA call that never returns: the parent stops us
+    if (fault == TestFault::Hang && !launched(holdStream(from.stream), d, &s.writeCheck)) return false;
+    const uint64_t written = fault == TestFault::Corrupt ? writeSeed + 1 : writeSeed;
+    if (!launched(kernels::launchFillPattern(oneTarget(to.data), words, written, 1, from.stream), d, &s.writeCheck) ||
         !wait(from, d, &s.writeCheck) || !resetCounters(to, d, &s.writeCheck) ||
         !launched(kernels::launchCountMismatches(to.data, words, writeSeed, to.counters, to.stream), d,
                   &s.writeCheck) ||

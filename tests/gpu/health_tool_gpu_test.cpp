@@ -21,8 +21,8 @@ struct ToolRun {
   std::string out;
 };
 
-ToolRun runHealth(const std::string& args) {
-  const std::string cmd = std::string("'") + SYMMEM_HEALTH_PATH + "' " + args + " 2>&1";
+ToolRun runHealth(const std::string& args, const std::string& env = "") {
+  const std::string cmd = "env " + env + " '" + SYMMEM_HEALTH_PATH + "' " + args + " 2>&1";
   ToolRun r;
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return r;
@@ -71,6 +71,39 @@ TEST(HealthToolGpu, EveryCheckPassesAndEveryNumberIsMeasured) {
     EXPECT_EQ(m.allAtOnce.check, PatternResult::Ok) << m.allAtOnce.detail;
     ASSERT_EQ(m.allAtOnce.writeGBsPerGpu.size(), m.gpus.size());
     for (double gbs : m.allAtOnce.writeGBsPerGpu) EXPECT_GT(gbs, 1.0);
+  }
+}
+
+// A write that lands wrong, a kernel that never ends and a child stuck on the host, each injected into
+// the first write check: each is named in that pair's detail, the other steps and the tool carry on,
+// and the verdict follows (one GPU: its loopback failed, exit 3; more: P2P broken, exit 1).
+TEST(HealthToolGpu, InjectedFaultsAreReportedAndTheToolCarriesOn) {
+  SKIP_WITHOUT_GPUS(1);
+  std::string why;
+  const int gpus = testing::gpuCount(&why);
+  struct Case {
+    const char* fault;
+    PatternResult result;
+    const char* detail;
+  };
+  for (const Case& c : {Case{"corrupt", PatternResult::Mismatch, "words differ, the first at word 0"},
+                        Case{"hang", PatternResult::Timeout, "did not finish within 2 s"},
+                        Case{"stall", PatternResult::Timeout, "the probe was stopped"}}) {
+    const std::string csv = std::string("/tmp/symmem-health-gpu-fault-") + c.fault + ".csv";
+    std::remove(csv.c_str());
+    const ToolRun r = runHealth("--quick --timeout-s 2 --gpus 0" + std::string(gpus > 1 ? ",1" : "") + " --csv " + csv,
+                                std::string("SYMMEM_GPU_TESTS_HEALTH_FAULT=") + c.fault);
+    std::printf("--- %s\n%s", c.fault, r.out.c_str());
+    EXPECT_EQ(r.exitCode, gpus > 1 ? 1 : 3) << c.fault;
+    const BoundedFileText file = readBoundedFile(csv, size_t{4} << 20);
+    ASSERT_TRUE(file.ok()) << c.fault << ": " << file.error;
+    HealthMeasurements m;
+    std::string error;
+    ASSERT_TRUE(parseHealthCsv(file.text, &m, &error)) << error;
+    ASSERT_FALSE(m.pairs.empty());
+    EXPECT_EQ(m.pairs[0].writeCheck, c.result) << c.fault << ": " << m.pairs[0].detail;
+    EXPECT_NE(m.pairs[0].detail.find(c.detail), std::string::npos) << c.fault << ": " << m.pairs[0].detail;
+    EXPECT_TRUE(std::isnan(m.pairs[0].writeGBs)) << c.fault << ": a broken pair is not timed";
   }
 }
 
