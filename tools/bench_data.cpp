@@ -68,7 +68,10 @@ long long countWrongSum(const std::vector<char>& result, size_t count, int nRank
 long long countWrongAfterOneCall(int rank, int nRanks, RankBarrier& barrier, cudaStream_t stream, void* buffer,
                                  size_t count, ElementFormat format, const std::function<bool()>& enqueueInPlace) {
   std::vector<char> data = makeInput(rank, count, format);
-  CUDA_CHECK(cudaMemcpy(buffer, data.data(), data.size(), cudaMemcpyHostToDevice));
+  // On the call's stream, waited for: a cudaMemcpy from pageable memory may return before its DMA has
+  // landed, and nothing would order it before a call on a non-blocking stream.
+  CUDA_CHECK(cudaMemcpyAsync(buffer, data.data(), data.size(), cudaMemcpyHostToDevice, stream));
+  CUDA_CHECK(cudaStreamSynchronize(stream));
   barrier.wait();
   if (!enqueueInPlace()) return -1;
   CUDA_CHECK(cudaStreamSynchronize(stream));

@@ -127,15 +127,12 @@ HealthPlan planHealth(const Topology& topology, const HealthOptions& options) {
 }
 
 int healthWorstCaseSec(const HealthPlan& plan, const HealthOptions& options) {
-  // Probe steps: one for the GPUs' own links; per unordered pair 2 x (write check, read check, chase,
-  // write and read bandwidth) + the ping-pong; then all at once (write, check, read).
-  constexpr int kStartSec = 10;  // CUDA start-up of one child
-  constexpr int kStepsPerPair = 11;
+  // Bounded waits: one per GPU for its own link; kHealthPairWaits per unordered pair; then all at once.
   const int n = static_cast<int>(plan.gpus.size());
   const int pairs = n == 1 ? 1 : n * (n - 1) / 2;
   const int children = 1 + pairs + (n > 1 ? 1 : 0);
-  const int steps = n + pairs * kStepsPerPair + (n > 1 ? 3 : 0);
-  return children * kStartSec + steps * options.timeoutSec;
+  const int steps = n + pairs * kHealthPairWaits + (n > 1 ? healthAllAtOnceWaits(n) : 0);
+  return children * kHealthChildStartSec + steps * options.timeoutSec;
 }
 
 }  // namespace symmem

@@ -40,6 +40,15 @@ struct HealthPlan {
 // Every ordered pair of the chosen GPUs (a != b), or the one loopback pair (0, 0) for one GPU.
 HealthPlan planHealth(const Topology& topology, const HealthOptions& options);
 
+// The bounded waits of one pair's probe (per direction: 2 checks x 2, the chain, 2 x 2 speeds; the
+// ping-pong's 4): each may take up to the step limit, and the child's limit allows for all of them.
+inline constexpr int kHealthPairWaits = 22;
+// The bounded waits of the all-at-once probe of n GPUs: the write pass and the read pass wait for each
+// GPU, the check for each (writer, receiver).
+constexpr int healthAllAtOnceWaits(int n) { return 2 * n + n * (n - 1); }
+// Start-up allowed to each probe child (CUDA's initialisation) on top of its steps.
+inline constexpr int kHealthChildStartSec = 15;
+
 // How long the probe may take at most: every step at its limit, plus CUDA start-up per child. For the
 // line printed before it starts; the checks on a healthy node take a few seconds.
 int healthWorstCaseSec(const HealthPlan& plan, const HealthOptions& options);

@@ -45,8 +45,11 @@ ProbeSizes probeSizes(bool quick) {
   if (quick) return {16u << 20, 4, 16u << 20, 2, 4000, 2000, 8u << 20, 2};
   return {64u << 20, 8, 64u << 20, 8, 20000, 10000, 32u << 20, 4};
 }
-constexpr size_t kChainWords = size_t{1} << 20;  // 8 MiB: larger than any L2 a peer could cache it in
-constexpr size_t kChainStride = 4099;            // odd: one cycle through every word, 32 KiB apart
+// The chain: 8 MiB, stride 4099 words (odd: one cycle through every word, each load 32 KiB from the
+// last). The owner has just written it, so a load is the link's round trip plus the owner's L2 (which
+// a kernel's peer accesses go through), not its DRAM: the latency a flag or a small message sees.
+constexpr size_t kChainWords = size_t{1} << 20;
+constexpr size_t kChainStride = 4099;
 
 // The step a child is in, published before it starts so the parent can name it after a timeout.
 enum Step : int {
@@ -325,10 +328,11 @@ class PairChild {
   // Reads the mismatch counters of `side` into a verdict for `field`.
   bool verdict(const Side& side, int d, int* field, uint64_t seed, const uint64_t* words, const char* what) {
     cudaSetDevice(side.device);
+    // The check kernel first, under the step's limit: a copy into pageable memory would block the host
+    // until the kernel ends, however long a bad link makes it.
+    if (!wait(side, d, field)) return false;
     unsigned long long c[2] = {0, 0};
-    if (!launched(cudaMemcpyAsync(c, side.counters, sizeof c, cudaMemcpyDeviceToHost, side.stream), d, field) ||
-        !wait(side, d, field))
-      return false;
+    if (!launched(cudaMemcpy(c, side.counters, sizeof c, cudaMemcpyDeviceToHost), d, field)) return false;
     if (c[0] == 0) {
       *field = static_cast<int>(PatternResult::Ok);
       return true;
@@ -590,18 +594,22 @@ int allAtOnceChild(const HealthMeasurements& m, const HealthOptions& o, ChildRec
   // One timed pass: every GPU's kernel queued behind the gate, then the gate opened.
   auto pass = [&](bool write, double* gbsOut) {
     *gate = 0;
-    for (int g = 0; g < n; ++g) {
+    cudaError_t launch = cudaSuccess;
+    for (int g = 0; g < n && launch == cudaSuccess; ++g) {
       cudaSetDevice(device[g]);
-      kernels::launchGate(gate, stream[g]);
+      launch = kernels::launchGate(gate, stream[g]);
+      if (launch != cudaSuccess) break;
       cudaEventRecord(start[g], stream[g]);
       const P2pTargets t = targetsOf(g);
-      if (write)
-        kernels::launchFillPattern(t, regionWords, seedOf(g), sizes.allRepeats, stream[g]);
-      else
-        kernels::launchStreamRead(t, regionWords, sizes.allRepeats, sink[g], stream[g]);
+      launch = write ? kernels::launchFillPattern(t, regionWords, seedOf(g), sizes.allRepeats, stream[g])
+                     : kernels::launchStreamRead(t, regionWords, sizes.allRepeats, sink[g], stream[g]);
       cudaEventRecord(end[g], stream[g]);
     }
-    *gate = 1;
+    *gate = 1;  // opened in any case: kernels already queued must not wait out the gate's 10 s
+    if (launch != cudaSuccess) {
+      waitAll();
+      return std::string(stepName(record->step.load())) + ": a launch failed: " + cudaGetErrorString(launch);
+    }
     const std::string problem = waitAll();
     if (!problem.empty()) return problem;
     const double gb = static_cast<double>(sizes.allRegionBytes) * (n - 1) * sizes.allRepeats / 1e9;
@@ -626,12 +634,20 @@ int allAtOnceChild(const HealthMeasurements& m, const HealthOptions& o, ChildRec
     for (int g = 0; g < n; ++g) {
       if (g == p) continue;
       unsigned long long c[2] = {0, ~0ull};
-      cudaMemcpy(counters[p], c, sizeof c, cudaMemcpyHostToDevice);
+      // Reset on the check's own stream: a pageable copy on the legacy stream is not ordered before it.
+      cudaMemsetAsync(counters[p], 0, sizeof c[0], stream[p]);
+      cudaMemsetAsync(counters[p] + 1, 0xff, sizeof c[1], stream[p]);
       const int k = p < g ? p : p - 1;  // p's position in g's targets
       kernels::launchCountMismatches(region(g, p), regionWords, seedOf(g) + k, counters[p], stream[p]);
       cudaError_t error = cudaSuccess;
-      if (waitStream(stream[p], o.timeoutSec, &error) != Waited::Done)
-        return fail("the all-at-once check on GPU" + std::to_string(m.gpus[p].index) + " did not finish");
+      const Waited w = waitStream(stream[p], o.timeoutSec, &error);
+      if (w != Waited::Done) {
+        const std::string what = "the all-at-once check on GPU" + std::to_string(m.gpus[p].index);
+        fail(w == Waited::Timeout ? what + " did not finish within " + std::to_string(o.timeoutSec) + " s"
+                                  : what + " failed: " + cudaGetErrorString(error));
+        if (w == Waited::Timeout) record->allCheck = static_cast<int>(PatternResult::Timeout);
+        return 0;
+      }
       cudaMemcpy(c, counters[p], sizeof c, cudaMemcpyDeviceToHost);
       if (c[0] != 0 && where.empty())
         where = "GPU" + std::to_string(m.gpus[g].index) + "->GPU" + std::to_string(m.gpus[p].index) + ": " +
@@ -667,7 +683,7 @@ std::string runChild(const char* what, int limitSec, const std::function<int()>&
   return step + " ended the probe with exit code " + std::to_string(code);
 }
 
-int childLimitSec(int steps, const HealthOptions& o) { return 15 + steps * o.timeoutSec; }
+int childLimitSec(int steps, const HealthOptions& o) { return kHealthChildStartSec + steps * o.timeoutSec; }
 
 }  // namespace
 
@@ -726,10 +742,13 @@ HealthProbeResult runHealthProbe(const HealthPlan& plan, const HealthOptions& op
       return nullptr;
     };
     ChildRecord* r = newRecord();
-    if (r == nullptr) break;
+    if (r == nullptr) {
+      allChecked = false;  // unchecked pairs: all at once must not run
+      break;
+    }
     HealthPair* first = slotOf(0);
     const std::string problem = runChild(
-        "a pair", childLimitSec(11, options), [&] { return PairChild(m, *first, options, r).run(); }, r);
+        "a pair", childLimitSec(kHealthPairWaits, options), [&] { return PairChild(m, *first, options, r).run(); }, r);
     for (int d = 0; d < (a == b ? 1 : 2); ++d) {
       HealthPair* p = slotOf(d);
       if (p == nullptr) continue;
@@ -766,7 +785,8 @@ HealthProbeResult runHealthProbe(const HealthPlan& plan, const HealthOptions& op
       m.allAtOnce.detail = "not run: a pair above has no working P2P";
     } else if (ChildRecord* r = newRecord()) {
       const std::string problem = runChild(
-          "all GPUs", childLimitSec(3, options), [&] { return allAtOnceChild(m, options, r); }, r);
+          "all GPUs", childLimitSec(healthAllAtOnceWaits(n), options), [&] { return allAtOnceChild(m, options, r); },
+          r);
       m.allAtOnce.check = static_cast<PatternResult>(r->allCheck);
       m.allAtOnce.detail = !problem.empty() ? problem : r->detail;
       if (!problem.empty() && m.allAtOnce.check == PatternResult::NotRun)

@@ -133,11 +133,25 @@ int measureTuneRank(const TuneRankJob& job, int rank) {
 
   // Every rank learns whether any rank's NCCL refused the configuration (they must stop together: a
   // rank that went on would wait for the others in the next collective).
+  // A refusal on only some ranks cannot be waited out in the check (phase 0): the ranks that accepted
+  // are stuck in a collective that needs the others, and only the parent can stop them. So a rank that
+  // finds the ranks split there (or the barrier not met) exits non-zero, and the parent kills the set.
+  // Under capture (phase 1) nothing has run yet: the ranks stop together.
   auto refusedByAny = [&](size_t s, int phase, bool refusedHere, ncclResult_t why) {
     if (refusedHere && report->refusals[s][phase].fetch_add(1) == 0)
       std::snprintf(report->refusal, sizeof report->refusal, "%s", nccl.getErrorString(why));
-    barrier.wait();
-    return report->refusals[s][phase].load() > 0;
+    const bool met = barrier.wait();
+    const int refusals = report->refusals[s][phase].load();
+    if (!met || (phase == 0 && refusals > 0 && refusals < n)) {
+      reportProblem(report, rank, 9,
+                    tunePathLabel(job.ncclPath) + " at " + std::to_string((*job.sizes)[s]) + " bytes: " +
+                        (met ? std::to_string(refusals) + " of " + std::to_string(n) + " ranks refused it (" +
+                                   report->refusal + ")"
+                             : std::string("the ranks did not meet after the call (one refused it, or hangs)")));
+      std::fflush(nullptr);
+      _exit(9);
+    }
+    return refusals > 0;
   };
 
   int step = 0;
