@@ -3,7 +3,6 @@
 // CUDA-free as it must): every pattern check passes, every number is measured and plausible, and
 // the verdict fits the GPU count (one GPU: a loopback that checks the tool, exit 3, "not useful").
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cmath>
 #include <cstdio>
@@ -11,27 +10,16 @@
 
 #include "core/bounded_file.h"
 #include "tests/gpu/gpu_test_macros.h"
+#include "tests/unit/tool_run.h"
 #include "tools/health_csv.h"
 
 namespace symmem {
 namespace {
 
-struct ToolRun {
-  int exitCode = -1;
-  std::string out;
-};
+using testing::ToolRun;
 
 ToolRun runHealth(const std::string& args, const std::string& env = "") {
-  const std::string cmd = "env " + env + " '" + SYMMEM_HEALTH_PATH + "' " + args + " 2>&1";
-  ToolRun r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return testing::runTool("env " + env + " '" + SYMMEM_HEALTH_PATH + "' " + args);
 }
 
 TEST(HealthToolGpu, EveryCheckPassesAndEveryNumberIsMeasured) {

@@ -4,35 +4,23 @@
 // back what it read).
 #include <gtest/gtest.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 
 #include <cstdio>
 #include <string>
 
 #include "core/bounded_file.h"
+#include "tests/unit/tool_run.h"
 
 namespace symmem {
 namespace {
 
-struct ToolRun {
-  int exitCode = -1;
-  std::string out;
-};
+using testing::ToolRun;
 
 ToolRun runHealth(const std::string& args) {
-  const std::string cmd = std::string("env -u SYMMEM_TOPO_FILE '") + SYMMEM_HEALTH_PATH + "' " + args + " 2>&1";
-  ToolRun r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return testing::runTool(std::string("env -u SYMMEM_TOPO_FILE '") + SYMMEM_HEALTH_PATH + "' " + args);
 }
 
-bool has(const ToolRun& r, const std::string& s) { return r.out.find(s) != std::string::npos; }
+bool has(const ToolRun& r, const std::string& s) { return r.has(s); }
 
 std::string recorded(const std::string& name) { return std::string(SYMMEM_TEST_DATA_DIR) + "/health/" + name; }
 

@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/unit/tool_run.h"
 #include "tools/report_redact.h"
 #include "tools/report_text.h"
 
@@ -51,27 +52,12 @@ class TempDir {
   std::string path_;
 };
 
-struct ReportRun {
-  int exitCode = -1;
-  std::string out;
-  double seconds = 0;
-};
+using ReportRun = testing::ToolRun;
 
 // symmem-report in `cwd`, with `env` added ("NAME=value ..."); stdout and stderr together.
 ReportRun runReport(const std::string& cwd, const std::string& args, const std::string& env = "") {
-  const std::string cmd = "cd '" + cwd + "' && env -u SYMMEM_REPORT_TOOLS_DIR -u SYMMEM_TOPO_FILE -u SYMMEM_TABLE " +
-                          env + " '" + SYMMEM_REPORT_PATH + "' " + args + " 2>&1";
-  ReportRun r;
-  const auto start = std::chrono::steady_clock::now();
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return r;
+  return testing::runTool("cd '" + cwd + "' && env -u SYMMEM_REPORT_TOOLS_DIR -u SYMMEM_TOPO_FILE -u SYMMEM_TABLE " +
+                          env + " '" + SYMMEM_REPORT_PATH + "' " + args);
 }
 
 std::string readFile(const fs::path& p) {

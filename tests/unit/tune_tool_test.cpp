@@ -15,6 +15,7 @@
 #include "core/symmetric_limits.h"
 #include "core/table_file.h"
 #include "tests/unit/temp_file.h"
+#include "tests/unit/tool_run.h"
 #include "tools/nccl_library.h"
 #include "tools/tune_bands.h"
 #include "tools/tune_options.h"
@@ -515,26 +516,14 @@ TEST(TuneReport, SummaryShowsEveryPathTimedAndTheChoice) {
 
 // ---- the built binary --------------------------------------------------------------------------------
 
-struct ToolRun {
-  int exitCode = -1;
-  std::string out;
-};
+using testing::ToolRun;
 
 ToolRun runTune(const std::string& args, const std::string& env = "") {
-  const std::string cmd =
-      "env -u SYMMEM_TOPO_FILE -u NCCL_TUNER_PLUGIN " + env + " '" + SYMMEM_TUNE_PATH + "' " + args + " 2>&1";
-  ToolRun r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return testing::runTool("env -u SYMMEM_TOPO_FILE -u NCCL_TUNER_PLUGIN " + env + " '" + SYMMEM_TUNE_PATH + "' " +
+                          args);
 }
 
-bool has(const ToolRun& r, const std::string& s) { return r.out.find(s) != std::string::npos; }
+bool has(const ToolRun& r, const std::string& s) { return r.has(s); }
 
 bool machineHasGpuDevice() {
   struct stat st;
