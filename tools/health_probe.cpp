@@ -730,7 +730,9 @@ HealthProbeResult runHealthProbe(const HealthPlan& plan, const HealthOptions& op
 
   // Every pair, each in its own child.
   bool allChecked = true;
-  for (auto [a, b] : unordered) {
+  for (const auto& ab : unordered) {
+    const int a = ab.first;
+    const int b = ab.second;
     const HealthGpu& ga = m.gpus[a];
     const HealthGpu& gb = m.gpus[b];
     line(a == b ? "GPU" + std::to_string(ga.index) + " with itself (one GPU: checks the tool, not a link)"

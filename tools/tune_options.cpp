@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
 #include <optional>
 #include <set>
 
@@ -14,27 +13,11 @@ namespace symmem {
 
 namespace {
 
-bool parseInt(const std::string& text, int& out) {
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, out);
-  return ec == std::errc() && ptr == end;
-}
-
-// "0,1,2,3" -> {0,1,2,3}; false on anything else (empty items, signs, duplicates).
+// "0,1,2,3" -> {0,1,2,3}; false on anything else (empty items, signs, duplicates). The range is
+// checked by the caller, which names it.
 bool parseIndexList(const std::string& text, std::vector<int>& out) {
-  out.clear();
-  std::set<int> seen;
-  size_t start = 0;
-  while (true) {
-    const size_t comma = text.find(',', start);
-    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    int value = 0;
-    if (item.empty() || item[0] == '+' || item[0] == '-' || !parseInt(item, value) || !seen.insert(value).second)
-      return false;
-    out.push_back(value);
-    if (comma == std::string::npos) return true;
-    start = comma + 1;
-  }
+  constexpr int kNoLimit = 1 << 30;
+  return parseIndexListArg("", text, kNoLimit, out).empty();
 }
 
 bool isPowerOfTwo(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
