@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tools/health_plan.h"
 
+#include <utility>
+
 #include "tools/cli_values.h"
+#include "tools/gpu_choice.h"
 #include "topology/classify.h"
 
 namespace symmem {
@@ -81,27 +84,13 @@ HealthPair pairFromTopology(const Topology& topo, int a, int b, int posA, int po
 
 HealthPlan planHealth(const Topology& topology, const HealthOptions& options) {
   HealthPlan plan;
-  const int count = topology.gpuCount();
-  if (count == 0) {
-    plan.error = "symmem-health: no CUDA GPU found (the topology from " +
-                 (topology.source().empty() ? std::string("NVML") : topology.source()) + " lists none";
-    for (const std::string& note : topology.notes()) plan.error += "; " + note;
-    plan.error += "): nothing to check, and the plugin has nothing to do here";
-    plan.exitCode = 3;
+  GpuChoice choice = chooseGpus("symmem-health", topology, options.gpus);
+  if (!choice.ok()) {
+    plan.error = choice.error + (choice.noGpu ? ": nothing to check, and the plugin has nothing to do here" : "");
+    plan.exitCode = choice.noGpu ? 3 : 2;
     return plan;
   }
-  if (options.gpus.empty()) {
-    for (int i = 0; i < count; ++i) plan.gpus.push_back(i);
-  } else {
-    for (int g : options.gpus)
-      if (g >= count) {
-        plan.error = "symmem-health: --gpus names GPU" + std::to_string(g) + ", but this machine has " +
-                     std::to_string(count) + " GPU" + (count == 1 ? "" : "s");
-        plan.exitCode = 2;
-        return plan;
-      }
-    plan.gpus = options.gpus;
-  }
+  plan.gpus = std::move(choice.gpus);
   HealthMeasurements& m = plan.skeleton;
   m.topologySource = topology.source();
   for (size_t pos = 0; pos < plan.gpus.size(); ++pos) {

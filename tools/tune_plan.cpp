@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <span>
+#include <utility>
 
 #include "core/table_file.h"
 #include "kernels/symmetric_layout.h"
+#include "tools/gpu_choice.h"
 #include "tools/tune_report.h"
 #include "topology/classify.h"
 
@@ -75,26 +77,14 @@ std::vector<int> defaultWorldSizes(int gpuCount) {
 TunePlan planTuning(const Topology& topology, const TuneOptions& options) {
   TunePlan plan;
   plan.sizes = tuneSizes(options);
-  const int count = topology.gpuCount();
-  if (count == 0) {
-    plan.error = "symmem-tune: no CUDA GPU found (the topology from " +
-                 (topology.source().empty() ? std::string("NVML") : topology.source()) + " lists none";
-    for (const std::string& note : topology.notes()) plan.error += "; " + note;
-    plan.error += "). It needs a machine with at least 2 NVIDIA GPUs and the NVIDIA driver (libnvidia-ml.so.1).";
+  GpuChoice choice = chooseGpus("symmem-tune", topology, options.gpus);
+  if (!choice.ok()) {
+    plan.error = choice.error;
+    if (choice.noGpu)
+      plan.error += ". It needs a machine with at least 2 NVIDIA GPUs and the NVIDIA driver (libnvidia-ml.so.1).";
     return plan;
   }
-  if (options.gpus.empty()) {
-    for (int i = 0; i < count; ++i) plan.gpus.push_back(i);
-  } else {
-    for (int g : options.gpus)
-      if (g >= count) {
-        plan.error = "symmem-tune: --gpus names GPU" + std::to_string(g) + ", but this machine has " +
-                     std::to_string(count) + " GPU" + (count == 1 ? "" : "s") + " (GPU0" +
-                     (count > 1 ? "-GPU" + std::to_string(count - 1) : std::string()) + ")";
-        return plan;
-      }
-    plan.gpus = options.gpus;
-  }
+  plan.gpus = std::move(choice.gpus);
   if (plan.gpus.size() < 2) {
     plan.error = "symmem-tune: needs at least 2 GPUs; " +
                  std::string(options.gpus.empty() ? "this machine has " : "--gpus chose ") +
