@@ -6,12 +6,24 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #if SYMMEM_HAVE_ZYDIS
 #include <Zydis/Zydis.h>
 #endif
 
 namespace symmem {
+
+std::vector<std::string> X86Decoder::searchOrder(const std::string& requested, const std::string& ownDirectory,
+                                                 const std::string& soname) {
+  if (!requested.empty()) return {requested};
+  // Beside the plugin first: a copy shipped with it (a wheel, a container) wins over whatever version
+  // LD_LIBRARY_PATH or the system holds; dlopen's own search would look there only after them.
+  std::vector<std::string> order;
+  if (!ownDirectory.empty()) order.push_back(ownDirectory + "/" + soname);
+  order.push_back(soname);
+  return order;
+}
 
 #if SYMMEM_HAVE_ZYDIS
 
@@ -38,14 +50,38 @@ std::string defaultLibrary() {
          std::to_string(ZYDIS_VERSION_MINOR(ZYDIS_VERSION));
 }
 
+// The directory of the object this code is linked into (the plugin's .so, or a tool or test binary),
+// or "" when the loader cannot say.
+std::string ownDirectory() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<const void*>(&ownDirectory), &info) == 0 || !info.dli_fname) return {};
+  const std::string path = info.dli_fname;
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? std::string() : path.substr(0, slash);
+}
+
 std::unique_ptr<X86Decoder> open(const std::string& requested, std::string* why) {
-  const std::string library = requested.empty() ? defaultLibrary() : requested;
-  // RTLD_LOCAL: nothing else in the process sees its symbols. Kept open for the process's life.
-  void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) {
+  const std::vector<std::string> candidates = X86Decoder::searchOrder(requested, ownDirectory(), defaultLibrary());
+  void* handle = nullptr;
+  std::string library, errors;
+  for (const std::string& candidate : candidates) {
+    // RTLD_LOCAL: nothing else in the process sees its symbols. Kept open for the process's life.
+    handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle) {
+      library = candidate;
+      break;
+    }
     const char* err = dlerror();
-    *why = "the disassembler library " + library + " could not be loaded (" + (err ? err : "unknown error") +
-           "; install Zydis " + versionText(ZYDIS_VERSION).substr(0, 3) + ", e.g. Debian's libzydis4.0)";
+    errors += std::string(errors.empty() ? "" : "; ") + (err ? err : (candidate + ": unknown error"));
+  }
+  if (!handle) {
+    *why = "the disassembler library " + defaultLibrary() + " could not be loaded (" + errors +
+           "); without it the code hooks are off and ctypes clients (vLLM's and SGLang's pynccl) are not reached: "
+           "put " +
+           defaultLibrary() + " next to the plugin or install Zydis " + versionText(ZYDIS_VERSION).substr(0, 3) +
+           " (Debian's libzydis4.0)";
+    if (!requested.empty())
+      *why = "the disassembler library " + requested + " (SYMMEM_DISASSEMBLER) could not be loaded (" + errors + ")";
     return nullptr;
   }
   auto api = std::make_unique<X86Decoder::Api>();
@@ -143,7 +179,7 @@ X86Decoder::~X86Decoder() = default;
 std::optional<X86Instruction> X86Decoder::decode(const uint8_t*, size_t, uint64_t) const { return std::nullopt; }
 
 const X86Decoder* X86Decoder::load(const std::string&, std::string* why) {
-  if (why) *why = "the plugin was built without the Zydis headers (install libzydis-dev and rebuild)";
+  if (why) *why = std::string(kCodeHooksOffReason);
   return nullptr;
 }
 

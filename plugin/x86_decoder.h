@@ -8,8 +8,16 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace symmem {
+
+// Why load() fails in a build configured with -DSYMMEM_CODE_HOOKS=OFF (tests skip on it, naming it).
+inline constexpr std::string_view kCodeHooksOffReason =
+    "the plugin was built without the Zydis headers (-DSYMMEM_CODE_HOOKS=OFF): no code hooks, so ctypes clients "
+    "such as vLLM's and SGLang's pynccl are not reached (install libzydis-dev and configure with "
+    "-DSYMMEM_CODE_HOOKS=ON)";
 
 struct X86Instruction {
   uint8_t length = 0;
@@ -29,7 +37,14 @@ class X86Decoder {
  public:
   // The process's decoder: Zydis loaded once from `library` (a name or path; empty: the soname this
   // plugin was built against). Null when it cannot be loaded; `why` then says what was missing.
+  // Zydis is looked for beside the object this code is in (the plugin's own directory) first, then
+  // through the loader's search (LD_LIBRARY_PATH, the system).
   static const X86Decoder* load(const std::string& library, std::string* why);
+
+  // Where load() looks, in order: `requested` alone when set (SYMMEM_DISASSEMBLER); else `soname` in
+  // `ownDirectory` (when known), then `soname` through the loader's search.
+  static std::vector<std::string> searchOrder(const std::string& requested, const std::string& ownDirectory,
+                                              const std::string& soname);
 
   // Decodes one instruction at `code` (as if it ran at `address`), reading at most `available`
   // bytes. nullopt: not a valid instruction.

@@ -15,13 +15,20 @@
 
 namespace symmem::testing {
 
-// Why code-hook tests cannot run here, or "" when they can. A build without the Zydis headers has no
-// code hooks (the plugin says so and rebinds GOT slots); a build with them must find the library, so a
-// missing one is a failure in the tests, not a reason to skip.
-inline std::string codeHooksUnavailable() {
+// Why tests against the stand-in libnccl cannot run here, or "" when they can. The GOT-fallback tests
+// need only this: they run in a build with -DSYMMEM_CODE_HOOKS=OFF too.
+inline std::string hookFixtureUnavailable() {
   if (!SYMMEM_HAVE_HOOK_FIXTURE) return "code hooks are x86-64 only and need the hook fixture";
+  return "";
+}
+
+// Why code-hook tests cannot run here, or "" when they can. A build with -DSYMMEM_CODE_HOOKS=OFF has
+// no code hooks (the plugin says so and rebinds GOT slots): the reason names the option. A build with
+// them must find the library, so a missing one is a failure in the tests, not a reason to skip.
+inline std::string codeHooksUnavailable() {
+  if (std::string fixture = hookFixtureUnavailable(); !fixture.empty()) return fixture;
   std::string why;
-  if (!X86Decoder::load("", &why) && why.find("built without") != std::string::npos) return why;
+  if (!X86Decoder::load("", &why) && why == kCodeHooksOffReason) return why;
   return "";
 }
 

@@ -9,6 +9,7 @@
 #include "core/settings.h"
 #include "core/symmetric_limits.h"
 #include "core/table_file.h"
+#include "tests/unit/required_parts.h"
 #include "tests/unit/temp_file.h"
 
 namespace symmem {
@@ -264,7 +265,6 @@ TEST(SymmemInfoTopo, EveryFixture) {
       {"h100-sxm-x8-nv18.topo.txt", "nvlink"},
       {"a100-sxm4-x8-aws-p4d-24xlarge-nv12.topo.txt", "nvlink"},
       {"h20-3e-x8-nv18-8nic.topo.txt", "nvlink"},
-      {"dgx2h-v100-sxm3-x16-nvswitch.hwloc.xml", "nvlink"},
   };
   for (const Case& c : cases) {
     const std::string path = std::string(SYMMEM_TEST_DATA_DIR) + "/topologies/" + c.file;
@@ -273,6 +273,15 @@ TEST(SymmemInfoTopo, EveryFixture) {
     EXPECT_TRUE(has(r, std::string("Communicator over all GPUs: link class ") + c.link)) << c.file << "\n" << r.out;
     EXPECT_TRUE(has(r, "256MiB  NCCL")) << c.file;
   }
+}
+
+TEST(SymmemInfoTopo, HwlocXmlFixture) {
+  SYMMEM_SKIP_WITHOUT_HWLOC();
+  const std::string path = std::string(SYMMEM_TEST_DATA_DIR) + "/topologies/dgx2h-v100-sxm3-x16-nvswitch.hwloc.xml";
+  ToolRun r = run("--topo " + path);
+  EXPECT_EQ(r.exitCode, 0) << r.out;
+  EXPECT_TRUE(has(r, "Communicator over all GPUs: link class nvlink")) << r.out;
+  EXPECT_TRUE(has(r, "256MiB  NCCL")) << r.out;
 }
 
 TEST(SymmemInfoTopo, P2pMatrixTurnsThePathOff) {

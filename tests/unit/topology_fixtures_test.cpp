@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/unit/required_parts.h"
 #include "topology/classify.h"
 #include "topology/topology_file.h"
 
@@ -179,8 +180,8 @@ TEST(TopologyFixtures, Rtx6000AdaPugetPhbPair) {
   EXPECT_EQ(crossingOf(t, 0, 1), Crossing::RootComplex);
 }
 
-#ifdef SYMMEM_HAVE_HWLOC
 TEST(TopologyFixtures, HwlocDgx2SixteenV100OverNvswitch) {
+  SYMMEM_SKIP_WITHOUT_HWLOC();
   const auto t = load("dgx2h-v100-sxm3-x16-nvswitch.hwloc.xml");
   ASSERT_EQ(t.gpuCount(), 16);
   EXPECT_EQ(t.gpu(0).pciBusId, "0000:34:00.0");
@@ -196,13 +197,13 @@ TEST(TopologyFixtures, HwlocDgx2SixteenV100OverNvswitch) {
   EXPECT_EQ(linkClassOfAll(t), LinkClass::NvLink);
   EXPECT_EQ(t.indexOfBusId("00000000:36:00.0"), 1);
 }
-#else
+
 TEST(TopologyFixtures, HwlocXmlWithoutHwlocSaysSo) {
+  SYMMEM_SKIP_WITH_HWLOC();
   auto t = loadTopologyFile(fixture("dgx2h-v100-sxm3-x16-nvswitch.hwloc.xml"));
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.error().find("needs hwloc"), std::string::npos) << t.error();
 }
-#endif
 
 TEST(TopologyFixtures, NcclTopologyXmlIsRejectedClearly) {
   auto t = loadTopologyFile(fixture("aws-p4d-24xlarge-a100-x8.nccl-topo.xml"));

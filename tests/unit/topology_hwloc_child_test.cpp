@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/bounded_file.h"
+#include "tests/unit/required_parts.h"
 #include "topology/classify.h"
 #include "topology/hwloc_xml_child.h"
 #include "topology/topology_file.h"
@@ -100,8 +101,8 @@ TEST(TopologyHwlocChild, ThePluginPolicyRefusesHwlocXmlByName) {
   EXPECT_TRUE(loadTopologyFile(fixture("h100-sxm-x8-nv18.topo.txt"), HwlocXmlPolicy::Refuse).ok());
 }
 
-#ifdef SYMMEM_HAVE_HWLOC
 TEST(TopologyHwlocChild, TheToolsStillReadTheHwlocFixture) {
+  SYMMEM_SKIP_WITHOUT_HWLOC();
   const auto t = loadTopologyFile(fixture(kHwlocFixture));
   ASSERT_TRUE(t.ok()) << t.error();
   ASSERT_EQ(t->gpuCount(), 16);
@@ -118,11 +119,11 @@ TEST(TopologyHwlocChild, TheToolsStillReadTheHwlocFixture) {
 }
 
 TEST(TopologyHwlocChild, AnUnreadableExportIsAnErrorFromTheChild) {
+  SYMMEM_SKIP_WITHOUT_HWLOC();
   const auto t = parseHwlocXmlInChildProcess("<topology version=\"2.0\"><object type=", "cut.xml");
   ASSERT_FALSE(t.ok());
   EXPECT_EQ(t.error().rfind("cut.xml: hwloc could not load this XML", 0), 0u) << t.error();
 }
-#endif
 
 // ---- The record that carries a model out of the child ----
 
