@@ -24,7 +24,8 @@ constexpr SettingSpec kSpecs[] = {
     {SettingId::Tuner, "SYMMEM_TUNER", SettingType::Bool, "1", kNoLimit, kNoLimit, nullptr,
      "Apply the table's NCCL algorithm/protocol/channel bands through the tuner. 0: NCCL's own model."},
     {SettingId::Table, "SYMMEM_TABLE", SettingType::Path, "", kNoLimit, kNoLimit, nullptr,
-     "Decision table file (written by symmem-tune) that overrides built-in entries with the same key."},
+     "Decision table file (written by symmem-tune) that overrides built-in entries with the same key. Unset: the table "
+     "symmem-tune --install wrote for this machine, if any (docs/tuning.md)."},
     {SettingId::TopoFile, "SYMMEM_TOPO_FILE", SettingType::Path, "", kNoLimit, kNoLimit, nullptr,
      "Topology file (nvidia-smi topo -m text or hwloc XML) used instead of NVML/hwloc discovery."},
     {SettingId::Capability, "SYMMEM_CC", SettingType::Capability, "", kNoLimit, kNoLimit, nullptr,
@@ -41,7 +42,8 @@ constexpr SettingSpec kSpecs[] = {
      "Attach by redirecting the code of libnccl's entry points, which reaches every caller (ctypes, dlsym). "
      "0, or where code cannot be patched: GOT rebinding only."},
     {SettingId::Disassembler, "SYMMEM_DISASSEMBLER", SettingType::Path, "", kNoLimit, kNoLimit, nullptr,
-     "Zydis shared library the code hooks decode with (name or path); unset: the version the plugin was built for."},
+     "Zydis shared library the code hooks decode with (name or path); unset: the version the plugin was built for, "
+     "looked for next to the plugin first, then on the library path."},
     {SettingId::P2pCheck, "SYMMEM_P2P_CHECK", SettingType::Bool, "1", kNoLimit, kNoLimit, nullptr,
      "At setup, write a pattern through every peer mapping and check it before trusting P2P."},
     {SettingId::LogDetail, "SYMMEM_LOG", SettingType::Choice, "info", kNoLimit, kNoLimit, "warn|info|trace",
@@ -175,6 +177,17 @@ Settings Settings::load(const EnvLookup& env, std::vector<std::string>* problems
                             "); using the default '" + spec.defaultValue + "'");
       }
     }
+  }
+  // The user's configuration home, where installed tables are looked for (core/installed_table.h):
+  // XDG's rule, an absolute $XDG_CONFIG_HOME, else $HOME/.config.
+  auto absolute = [&](const char* name) -> std::string {
+    const char* v = env ? env(name) : nullptr;
+    return v != nullptr && v[0] == '/' ? std::string(v) : std::string();
+  };
+  s.userConfigHome_ = absolute("XDG_CONFIG_HOME");
+  if (s.userConfigHome_.empty()) {
+    const std::string home = absolute("HOME");
+    if (!home.empty()) s.userConfigHome_ = home + "/.config";
   }
   return s;
 }

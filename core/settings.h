@@ -65,9 +65,14 @@ class Settings {
   const std::string& text(SettingId id) const { return values_[idx(id)].text; }
   const SettingValue& value(SettingId id) const { return values_[idx(id)]; }
 
+  // $XDG_CONFIG_HOME when absolute, else $HOME/.config, else "": where the per-user installed tables
+  // live (core/installed_table.h). Not a SYMMEM_* setting; read here so the environment is read once.
+  const std::string& userConfigHome() const { return userConfigHome_; }
+
  private:
   static size_t idx(SettingId id) { return static_cast<size_t>(id); }
   std::vector<SettingValue> values_;
+  std::string userConfigHome_;
 };
 
 // Strict parsers, exposed for tests and the table file.

@@ -35,7 +35,9 @@ std::string difference(const SetupVote& ref, const SetupVote& v, size_t r) {
     return ranks + " differ in SYMMEM_TIMEOUT_MS (" + std::to_string(ref.timeoutMs) + " and " +
            std::to_string(v.timeoutMs) + ")";
   if (v.tableFingerprint != ref.tableFingerprint)
-    return ranks + " use different decision tables (SYMMEM_TABLE, or another plugin version)";
+    return ranks +
+           " use different decision tables (SYMMEM_TABLE, a table installed for one machine and not the other, or "
+           "another plugin version)";
   return {};
 }
 

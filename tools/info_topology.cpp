@@ -28,6 +28,7 @@ std::vector<std::string> splitCommas(const std::string& s) {
 // Facts a decision needs from a topology; what the topology does not say is assumed and labelled.
 MachineView viewOf(const Topology& topo, const std::string& heading) {
   MachineView view;
+  view.topology = topo;
   view.text = heading + describeTopology(topo);
   view.gpuCount = topo.gpuCount();
   view.link = linkClassOfAll(topo);

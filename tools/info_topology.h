@@ -6,6 +6,7 @@
 #include "core/capability.h"
 #include "core/link_class.h"
 #include "core/settings.h"
+#include "topology/model.h"
 
 namespace symmem {
 
@@ -16,6 +17,7 @@ struct MachineView {
   LinkClass link = LinkClass::Unknown;
   bool allPairsP2p = false;
   bool failed = false;  // the topology file could not be read (text says why)
+  Topology topology;    // the machine described (installed tables are keyed by it)
 };
 
 // topoFile empty: the detected node, or the bundled default when it has no GPU (or when

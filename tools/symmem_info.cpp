@@ -24,6 +24,7 @@
 #include "core/table_file.h"
 #include "plugin/process.h"
 #include "plugin/process_context.h"
+#include "plugin/table_in_force.h"
 #include "symmem/version.h"
 #include "tools/info_check.h"
 #include "tools/info_topology.h"
@@ -260,12 +261,20 @@ void printDecisions(const DecisionTable& table, const CommFacts& baseFacts, cons
 }
 
 // The table in use: --table FILE over the built-in one (a bad file is an error here: the user named
-// it), else the process's (built-in plus SYMMEM_TABLE, as the plugin reads it).
-bool tableInUse(const Options& opt, DecisionTable& table) {
+// it), else the one the plugin chooses for `machine` (SYMMEM_TABLE, a table installed for it, or
+// the built-in one; plugin/table_in_force.h), said in `why`.
+bool tableInUse(const Options& opt, const Topology& machine, DecisionTable& table, std::string* why = nullptr) {
   if (opt.tableFile.empty()) {
-    table = Process::get().table();
+    const TableInForce inForce = tableInForce(Process::get().settings(), machine, thisDriverMajor());
+    table = inForce.table;
+    if (why) {
+      *why = "Decision table: " + std::string(tableSourceName(inForce.choice.source)) +
+             (inForce.choice.path.empty() ? "" : " " + inForce.choice.path) + " (" + inForce.choice.why + ")\n";
+      for (const std::string& line : inForce.choice.ignored) *why += "  " + line + "\n";
+    }
     return true;
   }
+  if (why) *why = "Decision table: --table " + opt.tableFile + "\n";
   const TableFileResult file = readTableFile(opt.tableFile);
   if (!file.ok()) {
     fprintf(stderr, "symmem-info: %s\n", file.error.c_str());
@@ -306,7 +315,7 @@ int main(int argc, char** argv) {
   }
   DecisionTable table;
   if (opt.dumpTable) {
-    if (!tableInUse(opt, table)) return 1;
+    if (!tableInUse(opt, Process::get().topology(), table)) return 1;
     fputs(formatTable(table.entries(), table.meta).c_str(), stdout);
     return 0;
   }
@@ -314,7 +323,6 @@ int main(int argc, char** argv) {
   const Settings& settings = Process::get().settings();
   const std::vector<std::string> unknownNames = unknownSettingWarnings(environ);
   if (opt.check) return check(opt, settings, unknownNames);
-  if (!tableInUse(opt, table)) return 1;
   printf("nccl-symmem %s\n", SYMMEM_VERSION_STRING);
   printf("NCCL built against: %s\n", SYMMEM_BUILT_NCCL_VERSION);
   printf("NCCL loaded:        %s\n", loadedNcclVersion().c_str());
@@ -331,6 +339,9 @@ int main(int argc, char** argv) {
   MachineView machine = describeMachine(topoFile, settings, opt.defaultMachine);
   fputs(machine.text.c_str(), stdout);
   if (machine.failed) return 1;
+  std::string tableWhy;
+  if (!tableInUse(opt, machine.topology, table, &tableWhy)) return 1;
+  printf("\n%s", tableWhy.c_str());
 
   CommFacts facts;
   facts.nNodes = 1;

@@ -21,12 +21,15 @@
 #include <vector>
 
 #include "core/bounded_file.h"
+#include "core/machine_fingerprint.h"
 #include "core/table_file.h"
 #include "plugin/process.h"
+#include "plugin/table_in_force.h"
 #include "tools/bench_ranks.h"
 #include "tools/nccl_library.h"
 #include "tools/tune_bands.h"
 #include "tools/tune_crossover.h"
+#include "tools/tune_install.h"
 #include "tools/tune_csv.h"
 #include "tools/tune_measure.h"
 #include "tools/tune_options.h"
@@ -35,6 +38,7 @@
 #include "tools/tune_report.h"
 #include "tools/tune_table.h"
 #include "topology/discover.h"
+#include "topology/fingerprint.h"
 
 namespace {
 
@@ -112,10 +116,20 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "symmem-tune --help lists the options\n");
     return 2;
   }
-  const TuneOptions& o = parsed.options;
+  TuneOptions o = parsed.options;
   if (o.help) {
     std::printf("%s", tuneUsage().c_str());
     return 0;
+  }
+  // The machine the table is for; --install names the file after it, where the plugin looks.
+  const MachineFingerprint machine = fingerprintOf(symmem::Process::get().topology(), thisDriverMajor());
+  if (o.install != TuneInstall::None) {
+    std::string error;
+    o.out = tuneInstallPath(o.install, symmem::Process::get().settings(), machine, &error);
+    if (o.out.empty()) {
+      std::fprintf(stderr, "symmem-tune: %s\n", error.c_str());
+      return 2;
+    }
   }
   // Before the measurement, which can take an hour, not after it.
   if (const std::string why = tuneOutputProblem(o.out); !o.planOnly && !why.empty()) {
@@ -308,7 +322,9 @@ int main(int argc, char** argv) {
   provenance.method = methodLine(o, plan.sizes);
   const std::vector<Thresholds> entries = tunedEntries(provenance.capability, tuned);
   std::string error;
-  const std::string text = tunedTableText(entries, provenanceMeta(provenance, tuned), o.out, &error);
+  std::vector<std::string> meta = provenanceMeta(provenance, tuned);
+  meta.push_back(machineLine(machine));
+  const std::string text = tunedTableText(entries, meta, o.out, &error);
   if (text.empty()) {
     std::fprintf(stderr, "symmem-tune: %s\n", error.c_str());
     return 5;
@@ -324,7 +340,10 @@ int main(int argc, char** argv) {
       std::printf("  %s\n", line.c_str());
   if (entries.size() < tuned.size())
     std::printf("  (a world where nothing was measured has no entry: it keeps the built-in one)\n");
-  std::printf("use it: SYMMEM_TABLE=%s NCCL_TUNER_PLUGIN=symmem <your NCCL program>\n", o.out.c_str());
+  if (o.install != TuneInstall::None)
+    std::printf("installed for this machine: NCCL_TUNER_PLUGIN=symmem <your NCCL program> uses it, no SYMMEM_TABLE\n");
+  else
+    std::printf("use it: SYMMEM_TABLE=%s NCCL_TUNER_PLUGIN=symmem <your NCCL program>\n", o.out.c_str());
   if (!failures.empty())
     std::fprintf(stderr, "symmem-tune: %zu problem(s) above; the table holds only what was measured cleanly\n",
                  failures.size());

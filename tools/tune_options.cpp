@@ -96,7 +96,7 @@ std::string tuneUsage() {
   return "usage: symmem-tune [--gpus 0,1,...] [--ranks 2,4,...] [--min SIZE] [--max SIZE] [--margin PERCENT]\n"
          "                   [--variants LIST] [--nccl-configs default|all|none|LIST] [--csv FILE]\n"
          "                   [--quick] [--out FILE] [--iters N] [--reps N] [--rounds N] [--dtype bf16|fp16|fp32]\n"
-         "                   [--nccl-lib PATH] [--timeout-s S] [--plan]\n"
+         "                   [--nccl-lib PATH] [--timeout-s S] [--plan] [--install | --install-system]\n"
          "Measures stock NCCL, NCCL forced to each ring/tree x ll/ll128/simple configuration, and the symmetric\n"
          "one-shot and two-shot all-reduce in each variant on this machine's GPUs (CUDA graphs, median of timed\n"
          "batches); per size it keeps the simplest path within the margin of the fastest, and writes symmetric\n"
@@ -111,6 +111,9 @@ std::string tuneUsage() {
          "  --csv          also write every median to FILE (ranks,link,cc,bytes,path,median_us,min_us,max_us,chosen)\n"
          "  --quick        every 4th power of two, 3 batches in 1 round, 100 calls per batch\n"
          "  --out          table file to write (default symmem-table.txt)\n"
+         "  --install      write the table for this machine where the plugin finds it with no SYMMEM_TABLE:\n"
+         "                 $XDG_CONFIG_HOME/nccl-symmem (default ~/.config/nccl-symmem), instead of --out\n"
+         "  --install-system  the same in /etc/nccl-symmem, for every user of the machine\n"
          "  --iters        calls per timed graph at sizes up to 256 KiB (default 200; fewer above)\n"
          "  --reps         timed graph replays per path and round (default 7)\n"
          "  --rounds       rounds over the paths of one set of ranks, taken in turn (default 3)\n"
@@ -124,7 +127,7 @@ std::string tuneUsage() {
 TuneArgsResult parseTuneArgs(const std::vector<std::string>& args) {
   TuneArgsResult result;
   TuneOptions& o = result.options;
-  bool itersSet = false, repsSet = false, roundsSet = false;
+  bool itersSet = false, repsSet = false, roundsSet = false, outSet = false;
   auto fail = [&](std::string message) {
     result.error = std::move(message);
     return result;
@@ -141,6 +144,13 @@ TuneArgsResult parseTuneArgs(const std::vector<std::string>& args) {
     }
     if (a == "--plan") {
       o.planOnly = true;
+      continue;
+    }
+    if (a == "--install" || a == "--install-system") {
+      const TuneInstall where = a == "--install" ? TuneInstall::User : TuneInstall::System;
+      if (o.install != TuneInstall::None && o.install != where)
+        return fail("--install and --install-system name different places; give one");
+      o.install = where;
       continue;
     }
     static const std::set<std::string> kTakesValue = {
@@ -185,6 +195,7 @@ TuneArgsResult parseTuneArgs(const std::vector<std::string>& args) {
     } else if (a == "--out") {
       if (v.empty()) return fail("--out needs a file name");
       o.out = v;
+      outSet = true;
     } else if (a == "--nccl-lib") {
       if (v.empty()) return fail("--nccl-lib needs a path");
       o.ncclLibrary = v;
@@ -209,6 +220,8 @@ TuneArgsResult parseTuneArgs(const std::vector<std::string>& args) {
     return fail("--min " + formatBytes(o.minBytes) + " is smaller than one " + o.dtype + " element");
   if (o.maxBytes > (1ull << 30)) return fail("--max " + formatBytes(o.maxBytes) + " is above 1GiB");
   if (!o.csv.empty() && o.csv == o.out) return fail("--csv and --out name the same file (" + o.csv + ")");
+  if (o.install != TuneInstall::None && outSet)
+    return fail("--install and --install-system choose the table's file themselves; drop --out");
   return result;
 }
 

@@ -20,6 +20,9 @@ enum class NcclConfigSet {
   List,     // the configs in TuneOptions::ncclConfigList
 };
 
+// Where --install puts the table: nowhere (--out), the user's directory, or the system's.
+enum class TuneInstall { None, User, System };
+
 struct TuneOptions {
   std::vector<int> gpus;            // --gpus: NVML / nvidia-smi indices; empty: every GPU of the node
   std::vector<int> worldSizes;      // --ranks: empty: 2, 4, 8, ... up to the GPU count, plus the count itself
@@ -41,6 +44,9 @@ struct TuneOptions {
   std::string csv;                                     // --csv: every median to this file ("": none)
   bool quick = false;                                  // --quick
   bool planOnly = false;  // --plan: check the machine, print what would be measured and the estimate, then exit
+  // --install / --install-system: write the table where the plugin finds it without SYMMEM_TABLE
+  // (core/installed_table.h), in place of --out.
+  TuneInstall install = TuneInstall::None;
   bool help = false;
 };
 
