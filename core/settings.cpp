@@ -87,7 +87,7 @@ bool canonical(const SettingSpec& spec, const std::string& raw, std::string& out
         why = "expected 0/1, true/false, yes/no or on/off";
         return false;
       }
-      out = b ? "1" : "0";
+      out.assign(1, b ? '1' : '0');  // not `= b ? "1" : "0"`, which GCC 12 at -O3 flags falsely (-Wrestrict)
       return true;
     }
     case SettingType::Int: {

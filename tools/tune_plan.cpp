@@ -25,7 +25,10 @@ std::string gpuLabel(const Topology& topo, int i) {
 
 std::string joined(const std::vector<int>& values) {
   std::string text;
-  for (int v : values) text += (text.empty() ? "" : ",") + std::to_string(v);
+  for (int v : values) {
+    if (!text.empty()) text += ',';
+    text += std::to_string(v);
+  }
   return text;
 }
 
@@ -168,7 +171,10 @@ std::string describePlan(const TunePlan& plan, const Topology& topology, const T
           ", topology from " + topology.source() + "\n";
   for (const TuneWorld& w : plan.worlds) {
     std::string paths;
-    for (TunePath p : w.paths()) paths += (paths.empty() ? "" : " ") + std::string(tunePathHeading(p));
+    for (TunePath p : w.paths()) {
+      if (!paths.empty()) paths += ' ';
+      paths += tunePathHeading(p);
+    }
     text += "  ranks=" + std::to_string(w.nRanks) + " on GPUs " + joined(w.gpus) + ": link " +
             std::string(linkClassName(w.link)) + "; paths " + paths + "\n";
   }

@@ -3,6 +3,9 @@
 // directories, and the table in force on recorded machines (tests/data/topologies).
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+
+#include <cstdio>
 
 #include <filesystem>
 #include <fstream>
@@ -252,6 +255,47 @@ TEST(InstalledTable, ARankWithoutTheInstalledTableVotesDifferently) {
   EXPECT_FALSE(out.go);
   EXPECT_NE(out.why.find("different decision tables"), std::string::npos) << out.why;
   EXPECT_TRUE(tallyVotes({voteOf(a), voteOf(a)}).go);
+}
+
+// symmem-info's output, run with `env` (VAR=value ...) on `args`.
+std::string symmemInfo(const std::string& env, const std::string& args) {
+  const std::string cmd =
+      "env -u SYMMEM_TABLE -u SYMMEM_TOPO_FILE -u SYMMEM_CC " + env + " '" + SYMMEM_INFO_PATH + "' " + args + " 2>&1";
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return out;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  pclose(p);
+  return out;
+}
+
+TEST(InstalledTable, SymmemInfoShowsTheTableInForceAndWhy) {
+  const std::string file = std::string(SYMMEM_TEST_DATA_DIR) + "/topologies/h100-sxm-x8-nv18.topo.txt";
+  ConfigHome home, other;
+  const std::string path =
+      install(home.tables(), fingerprintOf(recorded("h100-sxm-x8-nv18.topo.txt"), thisDriverMajor()));
+  std::string out =
+      symmemInfo("XDG_CONFIG_HOME=" + home.path(), "--topo " + file + " --cc 9.0 --link nvlink --ranks 8");
+  EXPECT_NE(out.find("Decision table: installed " + path + " (installed for this machine (machine gpus 8;"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find(" 4KiB  symmetric one-shot"), std::string::npos) << out;
+  EXPECT_NE(out.find(" 8KiB  symmetric two-shot"), std::string::npos) << out;
+  // Another machine's table: named, with the difference, and the built-in table decides.
+  install(other.tables(), fingerprintOf(recorded("a100-sxm4-x8-aws-p4d-24xlarge-nv12.topo.txt"), thisDriverMajor()));
+  out = symmemInfo("XDG_CONFIG_HOME=" + other.path(), "--topo " + file + " --cc 9.0 --link nvlink --ranks 8");
+  EXPECT_NE(out.find("Decision table: built-in (no SYMMEM_TABLE, and no table installed for this machine in " +
+                     other.tables()),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("ignored: tuned for another machine (the link between GPU 0 and GPU 1 is NV12 there, NV18 here)"),
+            std::string::npos)
+      << out;
+  // SYMMEM_TABLE wins.
+  out = symmemInfo("XDG_CONFIG_HOME=" + home.path() + " SYMMEM_TABLE=" + path,
+                   "--topo " + file + " --cc 9.0 --link nvlink --ranks 8");
+  EXPECT_NE(out.find("Decision table: SYMMEM_TABLE " + path + " (SYMMEM_TABLE is set"), std::string::npos) << out;
 }
 
 }  // namespace
