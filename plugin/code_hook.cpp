@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "plugin/code_hook.h"
 
-#include <dirent.h>
 #include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
 #include <link.h>
+#include <linux/futex.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -16,13 +18,14 @@
 #include <array>
 #include <atomic>
 #include <cerrno>
+#include <climits>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <mutex>
-#include <thread>
 
+#include "plugin/code_hook_parking.h"
 #include "plugin/x86_decoder.h"
 
 namespace symmem {
@@ -33,12 +36,15 @@ namespace {
 
 constexpr size_t kJumpBytes = 5;      // jmp rel32
 constexpr size_t kAbsJumpBytes = 14;  // jmp qword [rip+0]; .quad target
-constexpr size_t kSlotBytes = 64;     // per hook: a relay to the replacement, then the trampoline
-constexpr size_t kRelayOffset = 0;
-constexpr size_t kTrampolineOffset = 16;
-constexpr uint8_t kEndbr64[4] = {0xf3, 0x0f, 0x1e, 0xfa};
 constexpr size_t kRegionBytes = 4096;
-constexpr int kMaxHooks = static_cast<int>(kRegionBytes / kSlotBytes);
+constexpr size_t kSlotBytes = 64;                   // per hook: a relay to the replacement, then the trampoline
+constexpr size_t kHeaderBytes = 4 * kSlotBytes;     // the page's owner, for another copy of this code to read
+constexpr size_t kTrampolineOffset = 16;            // within a slot; the relay is at 0
+constexpr uint8_t kEndbr64[4] = {0xf3, 0x0f, 0x1e, 0xfa};
+constexpr char kRegionMagic[16] = "code-hooks-v1";  // the first bytes of every trampoline page
+constexpr int kMaxHooks = static_cast<int>((kRegionBytes - kHeaderBytes) / kSlotBytes);
+// The trampolines must be reachable with rel32 from the functions and back: the page is placed within
+// half of that reach, so every slot in it is too.
 constexpr int64_t kReach = INT32_MAX - static_cast<int64_t>(kRegionBytes);
 
 const size_t kPage = static_cast<size_t>(sysconf(_SC_PAGESIZE));
@@ -59,10 +65,20 @@ struct Installed {
   void* replacement = nullptr;
   uint8_t* patchAt = nullptr;
   uint8_t original[kJumpBytes] = {};  // the bytes the jump replaced
+  uint8_t jump[kJumpBytes] = {};
 };
 
-std::mutex gMutex;
-std::vector<Installed> gInstalled;
+// Never destroyed: NCCL's and the application's exit handlers still call through the hooks, and a
+// thread may still be in a trampoline then.
+struct HookState {
+  std::mutex mutex;
+  std::vector<Installed> installed;
+  uint8_t* lastRegion = nullptr;  // where the next trampoline page is tried first
+};
+HookState& state() {
+  static HookState* s = new HookState;
+  return *s;
+}
 
 int64_t distance(const void* a, const void* b) {
   return static_cast<int64_t>(reinterpret_cast<uintptr_t>(a)) - static_cast<int64_t>(reinterpret_cast<uintptr_t>(b));
@@ -76,7 +92,19 @@ std::string hex(int64_t v) {
 
 // ---- planning ----------------------------------------------------------------------------------
 
-bool planHook(const X86Decoder& decoder, const CodeHook& hook, Plan& plan, std::string& why) {
+// The owner named in the trampoline page a jump at `entry` leads to, or "" when it leads elsewhere.
+std::string ownerOfJumpAt(const X86Instruction& first) {
+  if (first.length != kJumpBytes || !first.hasRelativeTarget || first.mnemonic != "jmp") return "";
+  const uintptr_t page = first.relativeTarget & ~static_cast<uintptr_t>(kRegionBytes - 1);
+  char header[kHeaderBytes] = {};
+  if (readOwnMemory(page, header, sizeof(header)) != static_cast<ssize_t>(sizeof(header))) return "";
+  if (std::memcmp(header, kRegionMagic, sizeof(kRegionMagic)) != 0) return "";
+  header[sizeof(header) - 1] = '\0';
+  const char* owner = header + sizeof(kRegionMagic);
+  return *owner ? owner : "another copy of the code-hook mechanism";
+}
+
+bool planHook(const X86Decoder& decoder, const CodeHook& hook, Plan& plan, std::string& why, std::string& owner) {
   const std::string name = hook.name ? hook.name : "?";
   Dl_info info{};
   void* entry = nullptr;
@@ -99,17 +127,17 @@ bool planHook(const X86Decoder& decoder, const CodeHook& hook, Plan& plan, std::
     if (first && first->isEndbr64) at = first->length;
   }
   plan.patchAt = start + at;
-  std::string kept = at ? ", endbr64 kept" : "";
+  const std::string kept = at ? ", endbr64 kept" : "";
+  const std::string tooShort = name + ": " + std::to_string(size) + " bytes long, too short for a " +
+                               std::to_string(kJumpBytes) + "-byte jump" + (at ? " after its endbr64" : "");
   if (at + kJumpBytes > size) {
-    why = name + ": " + std::to_string(size) + " bytes long, too short for a " + std::to_string(kJumpBytes) +
-          "-byte jump" + (at ? " after its endbr64" : "");
+    why = tooShort;
     return false;
   }
   while (plan.moved < kJumpBytes) {
     const size_t offset = at + plan.moved;
     if (offset >= size) {
-      why = name + ": " + std::to_string(size) + " bytes long, too short for a " + std::to_string(kJumpBytes) +
-            "-byte jump" + (at ? " after its endbr64" : "");
+      why = tooShort;
       return false;
     }
     auto in = decodeAt(offset);
@@ -118,8 +146,10 @@ bool planHook(const X86Decoder& decoder, const CodeHook& hook, Plan& plan, std::
       return false;
     }
     if (in->changesControlFlow) {
-      why = name + ": its first bytes hold a " + in->mnemonic + " at " + hex(static_cast<int64_t>(offset)) +
-            ", which cannot be moved";
+      if (plan.moved == 0) owner = ownerOfJumpAt(*in);
+      why = owner.empty() ? name + ": its first bytes hold a " + in->mnemonic + " at " +
+                                hex(static_cast<int64_t>(offset)) + ", which cannot be moved"
+                          : name + ": already hooked by " + owner;
       return false;
     }
     if (in->ripRelative && in->displacementBytes != 4) {
@@ -158,32 +188,60 @@ bool planHook(const X86Decoder& decoder, const CodeHook& hook, Plan& plan, std::
   return true;
 }
 
-// ---- memory near the targets (rel32 reach) ---------------------------------------------------
+// ---- the trampoline page -------------------------------------------------------------------------
 
-uint8_t* mapNear(const void* target) {
+bool mapAt(uintptr_t hint, const void* target, uint8_t*& out) {
+  void* p = mmap(reinterpret_cast<void*>(hint), kRegionBytes, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+  if (p == MAP_FAILED) return false;
+  if (std::llabs(distance(p, target)) < kReach / 2) {
+    out = static_cast<uint8_t*>(p);
+    return true;
+  }
+  munmap(p, kRegionBytes);  // an old kernel took the flag as a hint and put it elsewhere
+  return false;
+}
+
+// A page within half the rel32 reach of `target` (so that every slot in it reaches it both ways):
+// right below the last one first (pages are never unmapped, so a process that hooks again and again
+// packs them), else searched outwards from the target.
+uint8_t* mapNear(const void* target, uint8_t* last) {
+  uint8_t* out = nullptr;
+  if (last && mapAt(reinterpret_cast<uintptr_t>(last) - kRegionBytes, target, out)) return out;
   const auto base = reinterpret_cast<uintptr_t>(target) & ~static_cast<uintptr_t>(0xffff);
   constexpr uintptr_t kStep = 1u << 20;
-  for (uintptr_t i = 1; i < 2000; ++i) {
+  const uintptr_t steps = static_cast<uintptr_t>(kReach / 2) / kStep;
+  for (uintptr_t i = 1; i < steps; ++i) {
     for (int sign : {-1, 1}) {
-      const uintptr_t hint = sign < 0 ? base - i * kStep : base + i * kStep;
-      void* p = mmap(reinterpret_cast<void*>(hint), kRegionBytes, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-      if (p == MAP_FAILED) continue;
-      if (std::llabs(distance(p, target)) < kReach / 2) return static_cast<uint8_t*>(p);
-      munmap(p, kRegionBytes);  // an old kernel took the flag as a hint and put it elsewhere
+      if (sign < 0 && base < i * kStep) continue;
+      if (mapAt(sign < 0 ? base - i * kStep : base + i * kStep, target, out)) return out;
     }
   }
   return nullptr;
 }
 
-void writeAbsJump(uint8_t* at, const void* to) {
+void writeRelJump(uint8_t* at, const void* to) {
+  at[0] = 0xe9;
+  const auto rel = static_cast<int32_t>(distance(to, at + kJumpBytes));
+  std::memcpy(at + 1, &rel, 4);
+}
+
+// The relay: a direct jump where the replacement is in reach (no indirect branch, so nothing for
+// user-mode IBT to check), else jmp [rip+0] to the absolute address.
+void writeRelay(uint8_t* at, const void* to) {
+  if (std::llabs(distance(to, at + kJumpBytes)) < INT32_MAX) {
+    writeRelJump(at, to);
+    return;
+  }
   const uint8_t op[6] = {0xff, 0x25, 0, 0, 0, 0};
   std::memcpy(at, op, sizeof(op));
   const auto target = reinterpret_cast<uint64_t>(to);
   std::memcpy(at + 6, &target, sizeof(target));
+  static_assert(kAbsJumpBytes <= kTrampolineOffset);
 }
 
-// Copies the moved instructions to `tramp`, re-aiming RIP-relative displacements.
+// Copies the moved instructions to `tramp`, re-aiming RIP-relative displacements, then a direct jump
+// back (the page is within reach by construction).
 bool relocate(const Plan& plan, uint8_t* tramp, std::string& why) {
   std::memcpy(tramp, plan.patchAt, plan.moved);
   size_t offset = 0;
@@ -202,19 +260,11 @@ bool relocate(const Plan& plan, uint8_t* tramp, std::string& why) {
     }
     offset += in.length;
   }
-  writeAbsJump(tramp + plan.moved, plan.patchAt + plan.moved);
+  writeRelJump(tramp + plan.moved, plan.patchAt + plan.moved);
   return true;
 }
 
 // ---- writing code --------------------------------------------------------------------------------
-
-// Every core drops what it fetched before (Linux 4.16+); without it, x86 still keeps instruction
-// fetch coherent with stores, which is what the atomic store relies on.
-void syncCores() {
-  static const bool registered =
-      syscall(SYS_membarrier, 64 /*MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE*/, 0, 0) == 0;
-  if (registered) syscall(SYS_membarrier, 32 /*MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE*/, 0, 0);
-}
 
 bool store16(uint8_t* window, const uint8_t* expected, const uint8_t* desired) {
   unsigned __int128 want, put;
@@ -230,207 +280,126 @@ bool store16(uint8_t* window, const uint8_t* expected, const uint8_t* desired) {
   return ok;
 }
 
+// Every core that runs one of our threads executes a serialising instruction before it returns to
+// user code (Linux 4.16+): what the Intel SDM asks of cross-modifying code. Registered before any
+// thread is parked (registration can wait on the kernel).
+bool gSyncCoreRegistered = false;
+void registerSyncCore() {
+  static const bool registered =
+      syscall(SYS_membarrier, 64 /*MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE*/, 0, 0) == 0;
+  gSyncCoreRegistered = registered;
+}
+void syncCores() {
+  if (gSyncCoreRegistered) syscall(SYS_membarrier, 32 /*MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE*/, 0, 0);
+}
+
+// One store that went in, to be taken back if a later one fails.
+struct StoreRecord {
+  uint8_t* window = nullptr;
+  uint8_t before[16] = {}, after[16] = {};
+};
+
+// The stores of one pass (allocated before anything is parked).
+struct StoreLog {
+  std::vector<StoreRecord> records;
+  bool (*store)(uint8_t*, const uint8_t*, const uint8_t*) = store16;
+
+  // Replaces [at, at + n) inside one aligned window with one atomic store. False: it changed meanwhile.
+  bool put(uint8_t* at, const uint8_t* bytes, size_t n) {
+    StoreRecord r;
+    r.window = reinterpret_cast<uint8_t*>(reinterpret_cast<uintptr_t>(at) & ~static_cast<uintptr_t>(15));
+    std::memcpy(r.before, r.window, 16);
+    std::memcpy(r.after, r.before, 16);
+    std::memcpy(r.after + (at - r.window), bytes, n);
+    if (!store(r.window, r.before, r.after)) return false;
+    records.push_back(r);  // capacity reserved: no allocation
+    syncCores();
+    return true;
+  }
+  // Takes back every store since `mark`, newest first, always with the real store (a test's injected
+  // one only fails the way forward). False: one of them no longer held what we wrote.
+  bool rollBack(size_t mark) {
+    bool ok = true;
+    while (records.size() > mark) {
+      const StoreRecord& r = records.back();
+      ok = store16(r.window, r.after, r.before) && ok;
+      records.pop_back();
+      syncCores();
+    }
+    return ok;
+  }
+};
+
+// Writes the 5 bytes `bytes` over [at, at + 5), in an order a thread arriving at `at` never sees half
+// of (docs/attach.md): inside one window, one store; across two windows, a two-byte self-loop first
+// (an arriving thread spins on it), then the tail in the second window, then the head; where only the
+// first byte lies in the first window, the tail first and the head last.
+bool writeFive(StoreLog& log, uint8_t* at, const uint8_t* bytes) {
+  const size_t inFirst = std::min(kJumpBytes, 16 - (reinterpret_cast<uintptr_t>(at) & 15));
+  if (inFirst == kJumpBytes) return log.put(at, bytes, kJumpBytes);
+  const size_t mark = log.records.size();
+  static constexpr uint8_t kSelfLoop[2] = {0xeb, 0xfe};  // jmp .
+  bool ok = inFirst < 2 || log.put(at, kSelfLoop, 2);
+  ok = ok && log.put(at + inFirst, bytes + inFirst, kJumpBytes - inFirst);
+  ok = ok && log.put(at, bytes, inFirst);
+  if (!ok) log.rollBack(mark);
+  return ok;
+}
+
+// A page's protection as the kernel has it, so it is put back as it was.
+struct CodePage {
+  uintptr_t start = 0;
+  size_t length = 0;
+  int protection = PROT_READ | PROT_EXEC;
+};
+
+int protectionFromMaps(uintptr_t address) {
+  const int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  std::string text;
+  char buf[8192];
+  ssize_t n;
+  while (text.size() < (64u << 20) && (n = read(fd, buf, sizeof(buf))) > 0) text.append(buf, static_cast<size_t>(n));
+  close(fd);
+  for (size_t pos = 0; pos < text.size();) {
+    const size_t end = std::min(text.find('\n', pos), text.size());
+    const std::string line = text.substr(pos, end - pos);
+    pos = end + 1;
+    unsigned long long lo = 0, hi = 0;
+    char perms[5] = {};
+    if (std::sscanf(line.c_str(), "%llx-%llx %4s", &lo, &hi, perms) != 3) continue;
+    if (address >= lo && address < hi)
+      return (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) | (perms[2] == 'x' ? PROT_EXEC : 0);
+  }
+  return -1;
+}
+
+CodePage pageOf(const uint8_t* at, size_t n) {
+  CodePage p;
+  p.start = reinterpret_cast<uintptr_t>(at) & ~(kPage - 1);
+  const uintptr_t last = (reinterpret_cast<uintptr_t>(at) + n - 1) & ~(kPage - 1);
+  p.length = last - p.start + kPage;
+  const int prot = protectionFromMaps(p.start);
+  const int protLast = last == p.start ? prot : protectionFromMaps(last);
+  if (prot >= 0 && prot == protLast) p.protection = prot;
+  return p;
+}
+
 struct Protector {
   const CodeHookOptions& options;
-  int operator()(void* page, size_t length, int prot) const {
-    return options.protect ? options.protect(page, length, prot) : mprotect(page, length, prot);
+  int operator()(uintptr_t page, size_t length, int prot) const {
+    void* p = reinterpret_cast<void*>(page);
+    return options.protect ? options.protect(p, length, prot) : mprotect(p, length, prot);
   }
 };
 
-// ---- parking the other threads --------------------------------------------------------------
-// Nothing between park() and release() allocates: a parked thread may hold the allocator's lock.
-
-// A parking request is a SIGTRAP queued to one thread with this cookie as its value: the handler
-// tells it from every other SIGTRAP (a debugger's, the application's) and chains those.
-int gCookie;
-std::atomic<bool> gHold{false};
-std::atomic<int> gEntered{0};
-std::atomic<int> gLeft{0};
-constexpr int kMaxThreads = 4096;
-std::atomic<pid_t> gAcked[kMaxThreads];
-struct Move {
-  uintptr_t from, to, into;  // a thread resuming in (from, to) resumes at into + (rip - from)
-};
-Move gMoves[kMaxHooks];
-std::atomic<int> gMoveCount{0};
-std::atomic<int> gMoved{0};
-struct sigaction gPrevious;
-
-int64_t nowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
-void onTrap(int sig, siginfo_t* info, void* context) {
-  if (info && info->si_code == SI_QUEUE && info->si_value.sival_ptr == &gCookie) {
-    if (!gHold.load(std::memory_order_acquire)) return;  // late: that round is over
-    const int slot = gEntered.fetch_add(1, std::memory_order_acq_rel);
-    if (slot < kMaxThreads) gAcked[slot].store(static_cast<pid_t>(syscall(SYS_gettid)), std::memory_order_release);
-    const int64_t deadline = nowNs() + 5'000'000'000LL;  // never park forever
-    while (gHold.load(std::memory_order_acquire) && nowNs() < deadline) asm volatile("pause");
-    auto* uc = static_cast<ucontext_t*>(context);
-    const auto rip = static_cast<uintptr_t>(uc->uc_mcontext.gregs[REG_RIP]);
-    const int moves = gMoveCount.load(std::memory_order_acquire);
-    for (int i = 0; i < moves; ++i) {
-      if (rip > gMoves[i].from && rip < gMoves[i].to) {
-        uc->uc_mcontext.gregs[REG_RIP] = static_cast<greg_t>(gMoves[i].into + (rip - gMoves[i].from));
-        gMoved.fetch_add(1, std::memory_order_relaxed);
-      }
-    }
-    gLeft.fetch_add(1, std::memory_order_acq_rel);
-    return;
-  }
-  // Not ours: what would have happened without us.
-  if (gPrevious.sa_flags & SA_SIGINFO) {
-    if (gPrevious.sa_sigaction) gPrevious.sa_sigaction(sig, info, context);
-  } else if (gPrevious.sa_handler == SIG_DFL) {
-    signal(SIGTRAP, SIG_DFL);
-    raise(SIGTRAP);  // delivered as the handler returns: the default action, as before
-  } else if (gPrevious.sa_handler != SIG_IGN) {
-    gPrevious.sa_handler(sig);
-  }
-}
-
-// Installed once and kept: a parking signal still queued to a thread that was in the kernel must find
-// this handler, not the default action.
-bool installTrapHandler(std::string& why) {
-  static bool installed = false;
-  if (installed) return true;
-  struct sigaction sa {};
-  sa.sa_sigaction = onTrap;
-  sa.sa_flags = SA_SIGINFO | SA_RESTART;
-  sigemptyset(&sa.sa_mask);
-  if (sigaction(SIGTRAP, &sa, &gPrevious) != 0) {
-    why = std::string("cannot install the SIGTRAP handler that parks threads: ") + std::strerror(errno);
-    return false;
-  }
-  installed = true;
-  return true;
-}
-
-// A small bounded read of /proc/self/task/<tid>/<file> into `buf` (no allocation); length or -1.
-ssize_t readTaskFile(pid_t tid, const char* file, char* buf, size_t size) {
-  char path[64];
-  std::snprintf(path, sizeof(path), "/proc/self/task/%d/%s", static_cast<int>(tid), file);
-  const int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  const ssize_t n = read(fd, buf, size - 1);
-  close(fd);
-  if (n >= 0) buf[n] = '\0';
-  return n;
-}
-
-// Blocked in a system call: its user code resumes after a syscall instruction, and none is ever among
-// the moved bytes. Gone: nothing to wait for.
-bool inSystemCallOrGone(pid_t tid) {
-  char buf[512];
-  const ssize_t n = readTaskFile(tid, "syscall", buf, sizeof(buf));
-  if (n < 0) return readTaskFile(tid, "stat", buf, sizeof(buf)) < 0;
-  return n > 0 && std::strncmp(buf, "running", 7) != 0 && buf[0] != '-';
-}
-
-std::vector<pid_t> otherThreads() {
-  std::vector<pid_t> tids;
-  const pid_t self = static_cast<pid_t>(syscall(SYS_gettid));
-  DIR* dir = opendir("/proc/self/task");
-  if (!dir) return tids;
-  while (dirent* e = readdir(dir)) {
-    const long tid = std::strtol(e->d_name, nullptr, 10);
-    if (tid > 0 && tid != self && tids.size() < kMaxThreads) tids.push_back(static_cast<pid_t>(tid));
-  }
-  closedir(dir);
-  return tids;
-}
-
-// Parks every other thread until release(). park() returns 0, or the id of a thread that neither
-// stopped nor is in the kernel (then nobody is held).
-class Parking {
- public:
-  explicit Parking(std::vector<pid_t> threads) : threads_(std::move(threads)) { asked_.reserve(threads_.size()); }
-  ~Parking() { release(); }
-
-  pid_t park(std::chrono::milliseconds timeout) {
-    gEntered.store(0);
-    gLeft.store(0);
-    gMoved.store(0);
-    gHold.store(true, std::memory_order_release);
-    held_ = true;
-    const pid_t pid = getpid();
-    for (pid_t tid : threads_) {
-      siginfo_t info{};
-      info.si_signo = SIGTRAP;
-      info.si_code = SI_QUEUE;
-      info.si_pid = pid;
-      info.si_uid = getuid();
-      info.si_value.sival_ptr = &gCookie;
-      if (syscall(SYS_rt_tgsigqueueinfo, pid, tid, SIGTRAP, &info) == 0) asked_.push_back(tid);
-    }
-    const int sent = static_cast<int>(asked_.size());
-    const int64_t deadline = nowNs() + std::chrono::nanoseconds(timeout).count();
-    while (gEntered.load(std::memory_order_acquire) < sent && nowNs() < deadline) sched_yield();
-    if (gEntered.load() >= sent) return 0;
-    const int acks = std::min(gEntered.load(), kMaxThreads);
-    for (pid_t tid : asked_) {
-      bool answered = false;
-      for (int i = 0; i < acks && !answered; ++i) answered = gAcked[i].load() == tid;
-      if (answered || inSystemCallOrGone(tid)) continue;
-      release();
-      return tid;
-    }
-    return 0;
-  }
-
-  // Lets them go, and waits (bounded) until each has read the move table, which is then cleared.
-  void release() {
-    if (!held_) return;
-    gHold.store(false, std::memory_order_release);
-    held_ = false;
-    const int64_t deadline = nowNs() + 1'000'000'000LL;
-    while (gLeft.load(std::memory_order_acquire) < gEntered.load(std::memory_order_acquire) && nowNs() < deadline)
-      sched_yield();
-    gMoveCount.store(0, std::memory_order_release);
-  }
-
-  int asked() const { return static_cast<int>(asked_.size()); }
-
- private:
-  std::vector<pid_t> threads_;
-  std::vector<pid_t> asked_;
-  bool held_ = false;
-};
-
-// Replaces [at, at + n) of one aligned 16-byte window with one atomic store. False: it changed meanwhile.
-bool storeInWindow(uint8_t* at, const uint8_t* bytes, size_t n, uint8_t* before) {
-  auto* window = reinterpret_cast<uint8_t*>(reinterpret_cast<uintptr_t>(at) & ~static_cast<uintptr_t>(15));
-  uint8_t old[16], next[16];
-  std::memcpy(old, window, 16);
-  std::memcpy(next, old, 16);
-  std::memcpy(next + (at - window), bytes, n);
-  if (!store16(window, old, next)) return false;
-  if (before) std::memcpy(before, old + (at - window), n);
-  return true;
-}
-
-// Writes `bytes` over [at, at + n) with the pages writable for the write only; `before` receives what
-// was there. Inside one aligned 16-byte window it is one atomic store: a thread that is not parked
-// fetches the old bytes or the new ones. Across two windows (a function that does not start 16-byte
-// aligned) it is two, the second window first, so the jump's opcode lands last; only a thread that
-// neither parks nor sits in the kernel could then see a mix (docs/attach.md). 0, or the errno of the
-// refusal (EAGAIN: the bytes changed under us). Allocates nothing.
-int writeCode(uint8_t* at, const uint8_t* bytes, size_t n, uint8_t* before, const Protector& protect) {
-  const auto first = reinterpret_cast<uintptr_t>(at) & ~(kPage - 1);
-  const auto last = (reinterpret_cast<uintptr_t>(at) + n - 1) & ~(kPage - 1);
-  const size_t length = last - first + kPage;
-  auto* page = reinterpret_cast<void*>(first);
-  if (protect(page, length, PROT_READ | PROT_WRITE | PROT_EXEC) != 0) return errno ? errno : EACCES;
-  const size_t inFirst = std::min(n, 16 - (reinterpret_cast<uintptr_t>(at) & 15));
-  bool ok = true;
-  if (inFirst < n) ok = storeInWindow(at + inFirst, bytes + inFirst, n - inFirst, before ? before + inFirst : nullptr);
-  if (ok) ok = storeInWindow(at, bytes, inFirst, before);
-  protect(page, length, PROT_READ | PROT_EXEC);
-  __builtin___clear_cache(reinterpret_cast<char*>(at), reinterpret_cast<char*>(at + n));
-  syncCores();
+// One function's write, with its page opened for the write only: 0, or the errno of the refusal
+// (EAGAIN: the bytes changed under us). A page that cannot be closed again is noted, not undone.
+int writeFunction(StoreLog& log, const Protector& protect, const CodePage& page, uint8_t* at, const uint8_t* bytes,
+                  bool& leftWritable) {
+  if (protect(page.start, page.length, PROT_READ | PROT_WRITE | PROT_EXEC) != 0) return errno ? errno : EACCES;
+  const bool ok = writeFive(log, at, bytes);
+  leftWritable = protect(page.start, page.length, page.protection) != 0;
   return ok ? 0 : EAGAIN;
 }
 
@@ -440,10 +409,62 @@ std::string writeRefusal(int err) {
          "): a W^X policy (SELinux execmod, PaX) forbids patching code";
 }
 
+// The whole write of a set while the others are parked: every function, or (after a failure) none.
+struct WriteOutcome {
+  size_t failedAt = SIZE_MAX;
+  int err = 0;
+  bool rolledBack = true;
+  std::vector<size_t> leftWritable;
+};
+
+// `out.leftWritable` has its capacity reserved: nothing here allocates.
+void writeAll(StoreLog& log, const Protector& protect, const std::vector<CodePage>& pages,
+              const std::vector<uint8_t*>& at, const std::vector<const uint8_t*>& bytes, WriteOutcome& out) {
+  for (size_t i = 0; i < at.size(); ++i) {
+    bool leftWritable = false;
+    out.err = writeFunction(log, protect, pages[i], at[i], bytes[i], leftWritable);
+    if (leftWritable) out.leftWritable.push_back(i);  // capacity reserved
+    if (out.err != 0) {
+      out.failedAt = i;
+      break;
+    }
+  }
+  if (out.failedAt == SIZE_MAX) return;
+  // Take back what went in, with each page opened again for it.
+  for (size_t i = 0; i < at.size(); ++i) protect(pages[i].start, pages[i].length, PROT_READ | PROT_WRITE | PROT_EXEC);
+  out.rolledBack = log.rollBack(0);
+  for (size_t i = 0; i < at.size(); ++i) protect(pages[i].start, pages[i].length, pages[i].protection);
+}
+
+// ---- fork -------------------------------------------------------------------------------------
+// A child forked while another thread installs hooks must not inherit a held mutex.
+void lockForFork() { state().mutex.lock(); }
+void unlockAfterFork() { state().mutex.unlock(); }
+void registerForkHandlers() {
+  static const bool registered = pthread_atfork(&lockForFork, &unlockAfterFork, &unlockAfterFork) == 0;
+  (void)registered;
+}
+
+// Keeps the calling thread from being cancelled while others are parked on its word.
+struct NoCancel {
+  int previous = 0;
+  NoCancel() { pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &previous); }
+  ~NoCancel() { pthread_setcancelstate(previous, nullptr); }
+};
+
+void noteLeftWritable(CodeHookReport& report, const std::vector<Plan>& plans, const std::vector<size_t>& which) {
+  for (size_t i : which)
+    report.notes.push_back(std::string(plans[i].hook->name) +
+                           ": its code page could not be given its protection back and stays writable");
+}
+
 }  // namespace
 
 CodeHookReport installCodeHooks(std::span<const CodeHook> hooks, const CodeHookOptions& options) {
-  std::lock_guard<std::mutex> lock(gMutex);
+  registerForkHandlers();
+  HookState& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  NoCancel noCancel;
   CodeHookReport report;
   auto refuse = [&](std::string why) {
     report.installed = false;
@@ -455,119 +476,157 @@ CodeHookReport installCodeHooks(std::span<const CodeHook> hooks, const CodeHookO
   if (static_cast<int>(hooks.size()) > kMaxHooks) return refuse("too many functions in one set");
 
   // Already in place (a second tuner init, a preloaded copy asking again)?
-  size_t already = 0;
+  std::vector<const CodeHook*> wanted;
   for (const CodeHook& h : hooks) {
-    for (const Installed& i : gInstalled) {
+    bool already = false;
+    for (const Installed& i : s.installed) {
       if (i.hook.target != h.target) continue;
       if (i.replacement != h.replacement)
         return refuse(std::string(h.name) + ": already hooked to another replacement");
-      ++already;
+      already = true;
     }
+    if (!already) wanted.push_back(&h);
   }
   auto reportInstalled = [&] {
     report.installed = true;
     for (const CodeHook& h : hooks)
-      for (const Installed& i : gInstalled)
+      for (const Installed& i : s.installed)
         if (i.hook.target == h.target) report.hooks.push_back(i.hook);
     return report;
   };
-  if (already == hooks.size()) return reportInstalled();
-  if (already != 0) return refuse("only part of the set is hooked already");
+  if (wanted.empty()) return reportInstalled();
 
   std::string why;
   const X86Decoder* decoder = X86Decoder::load(options.disassembler, &why);
   if (!decoder) return refuse(why);
 
-  std::vector<Plan> plans(hooks.size());
-  for (size_t i = 0; i < hooks.size(); ++i)
-    if (!planHook(*decoder, hooks[i], plans[i], why)) return refuse(why);
+  std::vector<Plan> plans;
+  for (const CodeHook* h : wanted) {
+    Plan plan;
+    std::string owner;
+    if (planHook(*decoder, *h, plan, why, owner)) {
+      plans.push_back(std::move(plan));
+      continue;
+    }
+    if (!h->optional) {
+      report.otherOwner = owner;
+      return refuse(why);
+    }
+    report.skipped.push_back(why);
+  }
+  if (plans.empty()) return reportInstalled();
 
-  uint8_t* region = mapNear(plans[0].patchAt);
-  if (!region) return refuse("no memory within reach (2 GiB) of the functions for the trampolines");
+  uint8_t* region = mapNear(plans[0].patchAt, s.lastRegion);
+  if (!region) return refuse("no memory within reach (1 GiB) of the functions for the trampolines");
+  s.lastRegion = region;
   auto unmapAndRefuse = [&](std::string reason) {
     munmap(region, kRegionBytes);
     return refuse(std::move(reason));
   };
-  const Protector protect{options};
-  // Everything the parked phase needs is built before it: the jumps, the records, the move table.
+  std::memcpy(region, kRegionMagic, sizeof(kRegionMagic));
+  std::snprintf(reinterpret_cast<char*>(region) + sizeof(kRegionMagic), kHeaderBytes - sizeof(kRegionMagic), "%s",
+                options.owner.c_str());
+  // Everything the parked phase needs is built before it: the jumps, the records, the pages, the moves.
   std::vector<Installed> done(plans.size());
-  std::vector<std::array<uint8_t, kJumpBytes>> jumps(plans.size());
+  std::vector<uint8_t*> at(plans.size());
+  std::vector<const uint8_t*> bytes(plans.size());
+  std::vector<CodePage> pages(plans.size());
+  std::vector<ContextMove> moves(plans.size());
   for (size_t i = 0; i < plans.size(); ++i) {
     const Plan& plan = plans[i];
-    uint8_t* slot = region + i * kSlotBytes;
-    if (std::llabs(distance(slot, plan.patchAt)) > kReach)
-      return unmapAndRefuse(std::string(plan.hook->name) + ": too far (> 2 GiB) from the other functions' trampolines");
-    writeAbsJump(slot + kRelayOffset, plan.hook->replacement);
+    uint8_t* slot = region + kHeaderBytes + i * kSlotBytes;
+    if (std::llabs(distance(slot, plan.patchAt)) > kReach / 2)
+      return unmapAndRefuse(std::string(plan.hook->name) + ": too far (> 1 GiB) from the other functions' trampolines");
+    writeRelay(slot, plan.hook->replacement);
     uint8_t* tramp = slot + kTrampolineOffset;
     std::memcpy(tramp, kEndbr64, sizeof(kEndbr64));  // reached by indirect calls
     if (!relocate(plan, tramp + sizeof(kEndbr64), why)) return unmapAndRefuse(why);
-    jumps[i][0] = 0xe9;
-    const auto rel = static_cast<int32_t>(distance(slot + kRelayOffset, plan.patchAt + kJumpBytes));
-    std::memcpy(jumps[i].data() + 1, &rel, 4);
-    done[i].replacement = plan.hook->replacement;
-    done[i].patchAt = plan.patchAt;
-    done[i].hook = {plan.hook->name, plan.hook->target, tramp, plan.movedText};
+    Installed& d = done[i];
+    d.jump[0] = 0xe9;  // jmp rel32 to the relay, relative to where it will sit
+    const auto rel = static_cast<int32_t>(distance(slot, plan.patchAt + kJumpBytes));
+    std::memcpy(d.jump + 1, &rel, 4);
+    std::memcpy(d.original, plan.patchAt, kJumpBytes);
+    d.replacement = plan.hook->replacement;
+    d.patchAt = plan.patchAt;
+    d.hook = {plan.hook->name, plan.hook->target, tramp, plan.movedText};
+    at[i] = plan.patchAt;
+    bytes[i] = d.jump;
+    pages[i] = pageOf(plan.patchAt, kJumpBytes);
     const auto from = reinterpret_cast<uintptr_t>(plan.patchAt);
-    gMoves[i] = {from, from + plan.moved, reinterpret_cast<uintptr_t>(tramp + sizeof(kEndbr64))};
+    moves[i] = {from, from + plan.moved, reinterpret_cast<uintptr_t>(tramp + sizeof(kEndbr64))};
   }
-  if (protect(region, kRegionBytes, PROT_READ | PROT_EXEC) != 0)
+  if (mprotect(region, kRegionBytes, PROT_READ | PROT_EXEC) != 0)
     return unmapAndRefuse(std::string("the trampoline page cannot be made executable (") + std::strerror(errno) +
                           "): a W^X policy");
-  if (!installTrapHandler(why)) return unmapAndRefuse(why);
+  registerSyncCore();
+  StoreLog log;
+  log.records.reserve(plans.size() * 3 + 4);
+  if (options.storeWindow) log.store = options.storeWindow;
+  WriteOutcome written;
+  written.leftWritable.reserve(plans.size());
 
-  auto announce = [&](bool on) {
-    if (!options.beforeWrite) return;
-    for (const Installed& d : done) options.beforeWrite(d.hook.target, on ? d.hook.original : d.hook.target);
+  Parking parking;
+  if (options.parkOtherThreads && !parking.prepare(why)) return unmapAndRefuse(why);
+  if (!publishContextMoves(moves)) return unmapAndRefuse("too many functions hooked in this process");
+  // From here the page stays mapped whatever happens: forward pointers and moved contexts lead into it.
+  if (options.retarget)
+    for (const Installed& d : done) options.retarget(d.hook.target, d.hook.original);
+  auto giveUp = [&](std::string reason) {
+    if (options.retarget)
+      for (const Installed& d : done) options.retarget(d.hook.original, d.hook.target);
+    return refuse(std::move(reason));
   };
-  announce(true);
-  gMoveCount.store(static_cast<int>(plans.size()), std::memory_order_release);
-  Parking parking(otherThreads());
-  if (const pid_t stuck = parking.park(options.parkTimeout)) {
-    gMoveCount.store(0);
-    announce(false);
-    return unmapAndRefuse("thread " + std::to_string(stuck) + " neither stopped within " +
-                          std::to_string(options.parkTimeout.count()) +
-                          " ms nor is in a system call (it may block SIGTRAP), so it could be running the bytes "
-                          "to rewrite");
+  // park() lets everyone go again before it says no.
+  if (options.parkOtherThreads && !parking.park(options.parkTimeout, why)) return giveUp(why);
+  writeAll(log, Protector{options}, pages, at, bytes, written);
+  const ParkCounts counts = parking.release();  // nothing allocates before this
+  noteLeftWritable(report, plans, written.leftWritable);
+  if (written.failedAt != SIZE_MAX) {
+    std::string reason = std::string(plans[written.failedAt].hook->name) + ": " + writeRefusal(written.err);
+    if (!written.rolledBack) reason += "; and an earlier write could not be taken back";
+    return giveUp(reason);
   }
-  size_t failedAt = plans.size();
-  int err = 0;
-  for (size_t i = 0; i < plans.size() && failedAt == plans.size(); ++i) {
-    err = writeCode(plans[i].patchAt, jumps[i].data(), kJumpBytes, done[i].original, protect);
-    if (err) failedAt = i;
-  }
-  if (failedAt != plans.size()) {
-    for (size_t i = 0; i < failedAt; ++i) writeCode(done[i].patchAt, done[i].original, kJumpBytes, nullptr, protect);
-    parking.release();
-    announce(false);
-    // The region stays: a parked thread may have been moved into a trampoline before the undo.
-    return refuse(std::string(plans[failedAt].hook->name) + ": " + writeRefusal(err));
-  }
-  parking.release();
-  report.threadsParked = parking.asked();
-  report.threadsMoved = gMoved.load();
-  for (Installed& d : done) gInstalled.push_back(std::move(d));
+  report.threadsParked = counts.parked;
+  report.threadsInSystemCall = counts.inSystemCall;
+  report.threadsMoved = counts.moved;
+  for (Installed& d : done) s.installed.push_back(std::move(d));
   return reportInstalled();
 }
 
 int undoCodeHooks() {
-  std::lock_guard<std::mutex> lock(gMutex);
-  // The jump is one instruction: a thread is before it or past it, never inside, and threads already
-  // in a trampoline finish there (it stays mapped). Other threads are parked all the same, because a
-  // jump across two 16-byte windows is put back with two stores.
+  HookState& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  NoCancel noCancel;
+  // Threads already in a trampoline finish there (it stays mapped); a thread inside the jump's bytes
+  // cannot exist (it is one instruction); the put-back follows the same order as the write, so a
+  // thread arriving at the entry sees one or the other.
   const CodeHookOptions defaults;
   const Protector protect{defaults};
+  StoreLog log;
+  log.records.reserve(s.installed.size() * 3 + 4);
+  std::vector<CodePage> pages;
+  std::vector<uint8_t*> at;
+  std::vector<const uint8_t*> bytes;
+  for (const Installed& i : s.installed) {
+    pages.push_back(pageOf(i.patchAt, kJumpBytes));
+    at.push_back(i.patchAt);
+    bytes.push_back(i.original);
+  }
+  registerSyncCore();
   std::string why;
-  const bool canPark = installTrapHandler(why);
-  Parking parking(canPark ? otherThreads() : std::vector<pid_t>{});
-  if (canPark) parking.park(defaults.parkTimeout);
+  Parking parking;
+  if (!parking.prepare(why) || !parking.park(defaults.parkTimeout, why)) return 0;  // stays hooked
   int undone = 0;
-  for (Installed& i : gInstalled)
-    if (writeCode(i.patchAt, i.original, kJumpBytes, nullptr, protect) == 0) ++undone;
+  for (size_t k = 0; k < at.size(); ++k) {
+    bool leftWritable = false;
+    if (writeFunction(log, protect, pages[k], at[k], bytes[k], leftWritable) == 0) ++undone;
+  }
   parking.release();
-  gInstalled.clear();
+  s.installed.clear();
   return undone;
 }
+
+int codeHookContextsMoved() { return contextsMovedSoFar(); }
 
 #else  // not x86-64
 
@@ -578,6 +637,7 @@ CodeHookReport installCodeHooks(std::span<const CodeHook>, const CodeHookOptions
 }
 
 int undoCodeHooks() { return 0; }
+int codeHookContextsMoved() { return 0; }
 
 #endif
 

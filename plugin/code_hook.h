@@ -8,18 +8,23 @@
 // pynccl). The mechanism knows nothing about NCCL: the caller names the functions.
 //
 // x86-64 only (elsewhere every request is refused with the reason). Instructions are decoded by Zydis
-// (plugin/x86_decoder.h); a function is refused, and nothing at all is written, when any function of
-// the set cannot be patched safely: the disassembler is missing, the function is shorter than the
-// jump, its first bytes hold a branch or a form that cannot be moved, a branch elsewhere in it lands
-// inside the moved bytes, its code pages cannot be made writable (a W^X policy), or another thread
-// cannot be shown to be outside the bytes being rewritten.
+// (plugin/x86_decoder.h). The promise, on every path: either every required hook of the set is in
+// place and forwarding works, or no byte of any function changed and every forward pointer is back
+// where it was. A set is refused, with nothing written, when a required function cannot be patched
+// safely (the disassembler is missing, the function is too short, its first bytes hold a branch or a
+// form that cannot be moved, a branch lands inside the moved bytes, its code pages cannot be made
+// writable), when the thread list cannot be read, when a parking request cannot be sent, or when
+// another thread cannot be shown to be outside the bytes being rewritten.
 //
-// Patching order (docs/attach.md, "Code hooks"): every other thread of the process is parked in a
-// signal handler for the few microseconds of the write (a thread that is in the middle of the moved
-// instructions resumes at the same instruction inside the trampoline, and a thread in the kernel parks
-// on its way out); the jump is written with one atomic 16-byte store (two where it straddles a 16-byte
-// boundary, the opcode last), so a thread that was not parked fetches the old bytes or the new ones.
+// The protocol (docs/attach.md, "Code hooks", says why each step is safe): every other thread is
+// asked, with a queued SIGURG, to park in a signal handler on a futex until the write is over; a
+// thread in a system call counts as outside the bytes (no system call is ever among them) and parks
+// on its way out. The jump is written with atomic 16-byte stores in an order that a thread arriving
+// at the entry can never see half of (a self-loop first where the jump straddles two 16-byte windows).
+// Parked threads, and contexts saved in the signal frames below them, that were inside the moved
+// bytes resume at the same instruction inside the trampoline. Trampolines are never unmapped.
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <span>
 #include <string>
@@ -28,21 +33,33 @@
 namespace symmem {
 
 struct CodeHook {
-  const char* name;   // for messages ("ncclAllReduce")
-  void* target;       // the function's entry: must be the start of a dynamic or static symbol
-  void* replacement;  // where calls to `target` go once the hook is in place
+  const char* name;       // for messages ("ncclAllReduce")
+  void* target;           // the function's entry: must be the start of a dynamic or static symbol
+  void* replacement;      // where calls to `target` go once the hook is in place
+  bool optional = false;  // a function that cannot be hooked is left out (and said why), not a refusal
 };
 
 struct CodeHookOptions {
-  std::string disassembler;  // library to load Zydis from (empty: the soname built against)
+  std::string disassembler;  // library to load Zydis from (empty: the plugin's own directory, then the system)
+  // Who writes the hooks ("nccl-symmem 0.1.0 (/opt/.../libnccl-tuner-symmem.so)"): kept in the
+  // trampoline page, so that another copy of the same code can tell whose jump it finds.
+  std::string owner;
   // Changes page protection; mprotect by default. Tests inject a refusal (a W^X policy).
   std::function<int(void* page, size_t length, int prot)> protect;
-  // How long to wait for every other thread to park before giving up (and patching nothing).
-  std::chrono::milliseconds parkTimeout{1000};
-  // Called for every hook with its trampoline before any byte of any function is written, so that a
-  // call reaching the replacement right after the write can already forward; called again with
-  // (target, target) if the set is then given up. Null: nothing.
-  void (*beforeWrite)(void* target, void* original) = nullptr;
+  // How long to wait for every other thread to park, or to be seen in a system call, before giving up
+  // (and patching nothing).
+  std::chrono::milliseconds parkTimeout{2000};
+  // Called for every hook as (target, trampoline) before any byte is written, so that a call that
+  // reaches the replacement right after the write can already forward, and as (trampoline, target)
+  // when the set is then given up: a forward pointer never stays on a set that was refused (the
+  // trampoline itself stays mapped and correct for a caller that already loaded it). Null: nothing.
+  // Runs while other threads are parked: it must not allocate or take locks.
+  void (*retarget)(void* from, void* to) = nullptr;
+
+  // For tests only. One atomic store of an aligned 16-byte window (false: the window did not hold
+  // `expected`); null: lock cmpxchg16b. And whether other threads are parked at all.
+  bool (*storeWindow)(uint8_t* window, const uint8_t* expected, const uint8_t* desired) = nullptr;
+  bool parkOtherThreads = true;
 };
 
 struct InstalledHook {
@@ -53,20 +70,28 @@ struct InstalledHook {
 };
 
 struct CodeHookReport {
-  bool installed = false;            // every hook of the set is in place (now or from an earlier call)
-  std::vector<InstalledHook> hooks;  // in the order asked, when installed
+  bool installed = false;            // every required hook of the set is in place (now or earlier)
+  std::vector<InstalledHook> hooks;  // in the order asked, when installed (optional ones left out are absent)
+  std::vector<std::string> skipped;  // optional hooks left out, one line each with the reason
   std::string refusal;               // why nothing was written, when not installed
-  int threadsParked = 0;             // other threads parked while writing
-  int threadsMoved = 0;              // of those, threads moved from the rewritten bytes into a trampoline
+  std::string otherOwner;            // set when a target already holds another owner's hook
+  int threadsParked = 0;             // other threads that parked in the handler while writing
+  int threadsInSystemCall = 0;       // other threads counted as outside the bytes, being in a system call
+  int threadsMoved = 0;              // contexts moved from the rewritten bytes into a trampoline
+  std::vector<std::string> notes;    // what went wrong after the write without undoing it (a page left writable)
 };
 
-// Installs every hook of the set, or none. Idempotent: a target already hooked to the same replacement
-// is reported again without writing anything. Serialised by a process-wide mutex. Logs nothing: the
-// caller words the outcome.
+// Installs every hook of the set in one parking round, or none of the required ones. Idempotent: a
+// target already hooked to the same replacement is reported again without writing anything.
+// Serialised by a process-wide mutex. Logs nothing: the caller words the outcome.
 CodeHookReport installCodeHooks(std::span<const CodeHook> hooks, const CodeHookOptions& options = {});
 
 // Puts back the original bytes of every hooked function (with the same care) and forgets them. The
 // trampolines stay mapped: a thread may still be running in one. Meant for tests; returns how many.
 int undoCodeHooks();
+
+// Contexts moved out of rewritten bytes since the process started (parked threads and the signal
+// frames below them), for tests that must show threads were really caught there.
+int codeHookContextsMoved();
 
 }  // namespace symmem

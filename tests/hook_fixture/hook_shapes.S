@@ -110,6 +110,56 @@ shapeStraddle:
         ret
         .size shapeStraddle, .-shapeStraddle
 
+
+/* Starts 15 bytes into a 16-byte window: only the jump's opcode lies in the first one. Returns x + 3. */
+        .p2align 4
+        .skip 15, 0x90
+        .globl shapeStraddleLast
+        .type shapeStraddleLast,@function
+shapeStraddleLast:
+        push %rbp
+        mov %rsp,%rbp
+        lea 3(%rdi),%rax
+        pop %rbp
+        ret
+        .size shapeStraddleLast, .-shapeStraddleLast
+
+/* A load from the pointer in its second instruction, inside the moved bytes: a caller whose pointer
+   faults is stopped there by SIGSEGV, its context saved in a signal frame. Returns *p. */
+        .p2align 4
+        .globl shapeLoadSecond
+        .type shapeLoadSecond,@function
+shapeLoadSecond:
+        push %rbx
+        mov (%rdi),%rax
+        pop %rbx
+        nop
+        ret
+        .size shapeLoadSecond, .-shapeLoadSecond
+
+/* One 5-byte instruction is all the hook moves: no thread can ever be inside the moved bytes, only
+   before or past them, so only the atomicity of the write matters. Its immediate makes any mix of old
+   and new bytes a jump a gigabyte away. Returns x + 0x40000007. */
+        .p2align 4
+        .globl shapeOneInstruction
+        .type shapeOneInstruction,@function
+shapeOneInstruction:
+        mov $0x40000007,%eax
+        add %edi,%eax
+        ret
+        .size shapeOneInstruction, .-shapeOneInstruction
+
+/* The same, 12 bytes into a window: the jump straddles two windows. Returns x + 0x40000007. */
+        .p2align 4
+        .skip 12, 0x90
+        .globl shapeOneInstructionStraddle
+        .type shapeOneInstructionStraddle,@function
+shapeOneInstructionStraddle:
+        mov $0x40000007,%eax
+        add %edi,%eax
+        ret
+        .size shapeOneInstructionStraddle, .-shapeOneInstructionStraddle
+
         .data
         .p2align 3
 shapeValue:

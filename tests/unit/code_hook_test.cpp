@@ -5,7 +5,19 @@
 // ctypes client does.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstddef>
 
 #include <atomic>
 #include <cerrno>
@@ -14,6 +26,7 @@
 #include <vector>
 
 #include "plugin/code_hook.h"
+#include "tests/unit/forked_check.h"
 #include "tests/unit/hook_fixture.h"
 
 namespace {
@@ -49,7 +62,7 @@ long sevenExpected(long a, long b, long c, long d, long e, long f, long g) {
   return a + 2 * b + 3 * c + 4 * d + 5 * e + 6 * f + 7 * g;
 }
 
-void recordOriginal(void* target, void* original);
+void recordRetarget(void* from, void* to);
 
 class CodeHooks : public ::testing::Test {
  protected:
@@ -75,13 +88,19 @@ class CodeHooks : public ::testing::Test {
     straddle_ = reinterpret_cast<One>(dlsym(lib_, "shapeStraddle"));
     ASSERT_NE(straddle_, nullptr);
     gStraddleTarget = reinterpret_cast<void*>(straddle_);
-    options_.beforeWrite = &recordOriginal;
+    gSevenOriginal = gSevenTarget;
+    gRipOriginal = gRipTarget;
+    gSlowOriginal = gSlowTarget;
+    gStraddleOriginal = gStraddleTarget;
+    options_.retarget = &recordRetarget;
 #endif
   }
   void TearDown() override {
     symmem::undoCodeHooks();
     gSevenOriginal = nullptr;
     gRipOriginal = nullptr;
+    gSlowOriginal = nullptr;
+    gStraddleOriginal = nullptr;
   }
 
   symmem::CodeHook sevenHook() const {
@@ -108,11 +127,15 @@ class CodeHooks : public ::testing::Test {
   symmem::CodeHookOptions options_;
 };
 
-void recordOriginal(void* target, void* original) {
-  if (target == gSevenTarget) gSevenOriginal = original;
-  if (target == gRipTarget) gRipOriginal = original;
-  if (target == gSlowTarget) gSlowOriginal = original;
-  if (target == gStraddleTarget) gStraddleOriginal = original;
+// The forward pointers, kept as the plugin keeps NCCL's (plugin/nccl_real.h): each starts on its
+// function and follows every retarget from where it is; every trampoline handed over is remembered.
+std::vector<void*> gTrampolinesSeen;
+void recordRetarget(void* from, void* to) {
+  for (std::atomic<void*>* f : {&gSevenOriginal, &gRipOriginal, &gSlowOriginal, &gStraddleOriginal}) {
+    void* expected = from;
+    f->compare_exchange_strong(expected, to);
+  }
+  if (gTrampolinesSeen.size() < gTrampolinesSeen.capacity()) gTrampolinesSeen.push_back(to);  // no allocation
 }
 
 TEST_F(CodeHooks, CachedPointersReachTheReplacementWithArgumentsIntact) {
@@ -122,7 +145,7 @@ TEST_F(CodeHooks, CachedPointersReachTheReplacementWithArgumentsIntact) {
   ASSERT_TRUE(r.installed) << r.refusal;
   ASSERT_EQ(r.hooks.size(), 1u);
   EXPECT_NE(r.hooks[0].moved.find("endbr64 kept"), std::string::npos) << r.hooks[0].moved;
-  EXPECT_EQ(r.hooks[0].original, gSevenOriginal.load()) << "beforeWrite got another trampoline";
+  EXPECT_EQ(r.hooks[0].original, gSevenOriginal.load()) << "retarget got another trampoline";
   // The seventh argument is on the stack: a trampoline that moved the stack would lose it.
   EXPECT_EQ(seven_(1, 2, 3, 4, 5, 6, 7), kMark + sevenExpected(1, 2, 3, 4, 5, 6, 7));
   EXPECT_EQ(seven_(-9, 8, -7, 6, -5, 4, -3), kMark + sevenExpected(-9, 8, -7, 6, -5, 4, -3));
@@ -243,23 +266,391 @@ TEST_F(CodeHooks, CallersOnOtherThreadsDuringThePatchNeverCrash) {
       }
     });
   }
-  int parkedTotal = 0, movedTotal = 0;
+  int parkedTotal = 0;
+  const int movedBefore = symmem::codeHookContextsMoved();
   for (int cycle = 0; cycle < 300; ++cycle) {
     const symmem::CodeHookReport r = symmem::installCodeHooks(set, options_);
     ASSERT_TRUE(r.installed) << "cycle " << cycle << ": " << r.refusal;
     parkedTotal += r.threadsParked;
-    movedTotal += r.threadsMoved;
     ASSERT_EQ(symmem::undoCodeHooks(), 3);
   }
   stop = true;
   for (std::thread& t : callers) t.join();
+  const int movedTotal = symmem::codeHookContextsMoved() - movedBefore;
   EXPECT_EQ(wrong.load(), 0);
   EXPECT_GT(calls.load(), 1000);
   EXPECT_GE(parkedTotal, 300 * 3) << "the caller threads were not parked";
+  // Installs and undos both park: callers are caught inside shapeSlow's divisions, and moved.
+  EXPECT_GT(movedTotal, 0) << "no caller was ever caught in the rewritten bytes: the test shows nothing";
   std::printf(
       "[ info ] %ld calls during 300 hook cycles; threads parked %d times, moved out of the "
       "rewritten bytes %d times\n",
       calls.load(), parkedTotal, movedTotal);
+}
+
+// ---- failure paths: each leaves the process as it was ----------------------------------------------
+
+// A thread that blocks the parking signal and never enters a system call cannot be shown to be
+// outside the bytes: the set is refused, the forward pointer comes back to the function, and the
+// trampoline it pointed at meanwhile stays mapped and correct for a caller that loaded it.
+TEST_F(CodeHooks, ARefusalAfterParkingPutsEveryForwardPointerBack) {
+  std::atomic<bool> stop{false}, blocked{false};
+  std::thread spinner([&] {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGURG);
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    blocked = true;
+    while (!stop.load(std::memory_order_relaxed)) {
+    }
+  });
+  while (!blocked) std::this_thread::yield();
+  gTrampolinesSeen.clear();
+  gTrampolinesSeen.reserve(16);
+  options_.parkTimeout = std::chrono::milliseconds(200);
+  const symmem::CodeHook hook = sevenHook();
+  const auto before = head(hook.target);
+  const symmem::CodeHookReport r = symmem::installCodeHooks({&hook, 1}, options_);
+  stop = true;
+  spinner.join();
+  EXPECT_FALSE(r.installed);
+  EXPECT_NE(r.refusal.find("neither parked"), std::string::npos) << r.refusal;
+  EXPECT_EQ(head(hook.target), before) << "a refused set wrote code";
+  EXPECT_EQ(gSevenOriginal.load(), gSevenTarget) << "the forward pointer stayed on the trampoline";
+  ASSERT_GE(gTrampolinesSeen.size(), 1u);
+  void* trampoline = gTrampolinesSeen.front();
+  ASSERT_NE(trampoline, gSevenTarget);
+  EXPECT_EQ(reinterpret_cast<Seven>(trampoline)(1, 0, 0, 0, 0, 0, 1), 8) << "the trampoline stopped working";
+  EXPECT_EQ(seven_(1, 0, 0, 0, 0, 0, 1), 8);
+  EXPECT_EQ(sevenReplacement(1, 0, 0, 0, 0, 0, 1), kMark + 8) << "forwarding after the refusal is broken";
+}
+
+// A parking request the kernel refuses to send (a seccomp filter, as sandboxes have): refused at once,
+// never a thread silently left out of the wait.
+TEST_F(CodeHooks, ARequestThatCannotBeSentIsARefusal) {
+  const symmem::CodeHook hook = sevenHook();
+  const std::string problems = symmem::testing::runForkedCheck([&]() -> std::string {
+    std::atomic<bool> stop{false};
+    std::thread idle([&] {
+      while (!stop) usleep(1000);
+    });
+    // rt_tgsigqueueinfo -> EPERM for every thread of the process.
+    sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_rt_tgsigqueueinfo, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    sock_fprog prog{static_cast<unsigned short>(sizeof(filter) / sizeof(filter[0])), filter};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog) != 0)
+      return "";  // no seccomp here: nothing to show
+    const auto before = head(hook.target);
+    const symmem::CodeHookReport r = symmem::installCodeHooks({&hook, 1}, options_);
+    stop = true;
+    idle.join();
+    std::string out;
+    if (r.installed) out += "installed although no thread could be asked to park\n";
+    if (r.refusal.find("could not be sent") == std::string::npos) out += "refusal: " + r.refusal + "\n";
+    if (head(hook.target) != before) out += "code written\n";
+    if (gSevenOriginal.load() != gSevenTarget) out += "forward pointer not restored\n";
+    if (seven_(2, 0, 0, 0, 0, 0, 0) != 2) out += "the function broke\n";
+    return out;
+  });
+  EXPECT_EQ(problems, "");
+}
+
+// The thread list is what shows every thread is outside the bytes: where it cannot be read (a tmpfs
+// over /proc in a private mount namespace, as some sandboxes have), nothing is written.
+TEST_F(CodeHooks, AThreadListThatCannotBeReadIsARefusal) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to mount over /proc in a private mount namespace";
+  const symmem::CodeHook hook = sevenHook();
+  const std::string problems = symmem::testing::runForkedCheck([&]() -> std::string {
+    if (unshare(CLONE_NEWNS) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        mount("tmpfs", "/proc", "tmpfs", 0, nullptr) != 0)
+      return "";  // no mount namespaces here (a container without CAP_SYS_ADMIN): nothing to show
+    std::atomic<bool> stop{false};
+    std::thread caller([&] {
+      while (!stop) seven_(1, 0, 0, 0, 0, 0, 0);
+    });
+    const auto before = head(hook.target);
+    const symmem::CodeHookReport r = symmem::installCodeHooks({&hook, 1}, options_);
+    stop = true;
+    caller.join();
+    std::string out;
+    if (r.installed) out += "installed with no thread list\n";
+    if (r.refusal.find("cannot list this process's threads") == std::string::npos) out += "refusal: " + r.refusal + "\n";
+    if (head(hook.target) != before) out += "code written\n";
+    return out;
+  });
+  EXPECT_EQ(problems, "");
+}
+
+// A thread that blocks the signal while it sleeps in a system call (a driver's helper thread) is
+// outside the bytes: it does not hold the install up, and it is counted as what it is.
+TEST_F(CodeHooks, AThreadAsleepInASystemCallWithTheSignalBlockedDoesNotDelayTheInstall) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  std::atomic<bool> blocked{false};
+  std::thread sleeper([&] {
+    sigset_t set;
+    sigfillset(&set);
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    blocked = true;
+    char c;
+    while (read(fds[0], &c, 1) < 0 && errno == EINTR) {
+    }
+  });
+  while (!blocked) std::this_thread::yield();
+  usleep(20000);  // into its read()
+  const symmem::CodeHook hook = sevenHook();
+  const auto start = std::chrono::steady_clock::now();
+  const symmem::CodeHookReport r = symmem::installCodeHooks({&hook, 1}, options_);
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_EQ(write(fds[1], "x", 1), 1);
+  sleeper.join();
+  close(fds[0]);
+  close(fds[1]);
+  ASSERT_TRUE(r.installed) << r.refusal;
+  EXPECT_GE(r.threadsInSystemCall, 1);
+  // The wait is for threads that could be in the bytes; this one never could (the old protocol
+  // waited out its whole time limit for it).
+  EXPECT_LT(took, options_.parkTimeout / 2);
+  EXPECT_EQ(seven_(1, 0, 0, 0, 0, 0, 0), kMark + 1);
+}
+
+// Many more busy threads than cores (a loaded inference server): installed or refused, never a crash,
+// and either way every call gives the original's or the replacement's answer.
+TEST_F(CodeHooks, AnOversubscribedProcessIsHookedOrRefusedNeverBroken) {
+  const symmem::CodeHook hook = sevenHook();
+  const std::string problems = symmem::testing::runForkedCheck([&]() -> std::string {
+    std::atomic<bool> stop{false};
+    std::atomic<long> wrong{0};
+    std::vector<std::thread> busy;
+    for (int t = 0; t < 256; ++t)
+      busy.emplace_back([&, t] {
+        while (!stop.load(std::memory_order_relaxed)) {
+          const long v = seven_(t, 1, 0, 0, 0, 0, 0), e = sevenExpected(t, 1, 0, 0, 0, 0, 0);
+          if (v != e && v != kMark + e) wrong.fetch_add(1);
+        }
+      });
+    std::string out;
+    for (int round = 0; round < 2; ++round) {
+      const symmem::CodeHookReport r = symmem::installCodeHooks({&hook, 1}, options_);
+      if (!r.installed && gSevenOriginal.load() != gSevenTarget) out += "refused, forward pointer not restored\n";
+      if (r.installed && seven_(1, 0, 0, 0, 0, 0, 0) != kMark + 1) out += "installed but not reached\n";
+      symmem::undoCodeHooks();
+    }
+    stop = true;
+    for (std::thread& t : busy) t.join();
+    if (wrong.load() != 0) out += std::to_string(wrong.load()) + " wrong answers\n";
+    return out;
+  });
+  EXPECT_EQ(problems, "");
+}
+
+// A thousand idle threads (a big thread pool) park without spinning against each other.
+TEST_F(CodeHooks, AThousandIdleThreadsAreParkedWithinTheTimeLimit) {
+  const symmem::CodeHook hook = sevenHook();
+  const std::string problems = symmem::testing::runForkedCheck([&]() -> std::string {
+    std::atomic<bool> stop{false};
+    std::vector<pthread_t> idle(1024);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 64 << 10);
+    size_t started = 0;
+    for (pthread_t& t : idle) {
+      if (pthread_create(
+              &t, &attr,
+              [](void* arg) -> void* {
+                auto* flag = static_cast<std::atomic<bool>*>(arg);
+                while (!flag->load()) usleep(20000);
+                return nullptr;
+              },
+              &stop) != 0)
+        break;
+      ++started;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    const symmem::CodeHookReport r = symmem::installCodeHooks({&hook, 1}, options_);
+    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+    stop = true;
+    for (size_t i = 0; i < started; ++i) pthread_join(idle[i], nullptr);
+    std::string out;
+    if (started < 1000) out += "only " + std::to_string(started) + " threads started\n";
+    if (!r.installed) out += "refused: " + r.refusal + "\n";
+    if (took >= options_.parkTimeout) out += "took " + std::to_string(took.count()) + " ms\n";
+    std::printf("[ info ] %zu idle threads: installed in %lld ms (%d parked, %d in system calls)\n", started,
+                static_cast<long long>(took.count()), r.threadsParked, r.threadsInSystemCall);
+    return out;
+  });
+  EXPECT_EQ(problems, "");
+}
+
+// A thread stopped inside the moved bytes by another signal whose handler is still running (here a
+// SIGSEGV handler waiting in a system call): the context saved in that handler's frame is moved into
+// the trampoline too, so when the handler returns the thread goes on where it was, not in the middle
+// of the new jump (SIGILL).
+std::atomic<int> gSegvStage{0};  // 1: in the handler, 2: may return
+void* gFaultPage = nullptr;
+void waitInsideSegv(int, siginfo_t*, void*) {
+  gSegvStage = 1;
+  while (gSegvStage.load() != 2) usleep(1000);  // a system call, with SIGURG not blocked
+  mprotect(gFaultPage, 4096, PROT_READ | PROT_WRITE);
+}
+
+TEST_F(CodeHooks, AContextSavedUnderAnotherRunningHandlerIsMovedToo) {
+  auto load = reinterpret_cast<long (*)(const long*)>(dlsym(lib_, "shapeLoadSecond"));
+  ASSERT_NE(load, nullptr);
+  const symmem::CodeHook hook{"shapeLoadSecond", reinterpret_cast<void*>(load), reinterpret_cast<void*>(&oneReplacement)};
+  const std::string problems = symmem::testing::runForkedCheck([&]() -> std::string {
+    gFaultPage = mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    struct sigaction sa {};
+    sa.sa_sigaction = &waitInsideSegv;
+    sa.sa_flags = SA_SIGINFO;
+    sigaction(SIGSEGV, &sa, nullptr);
+    std::atomic<long> answer{0};
+    std::thread caller([&] {
+      answer = load(static_cast<const long*>(gFaultPage));  // faults at +1, inside the moved bytes
+    });
+    while (gSegvStage.load() != 1) usleep(1000);
+    const symmem::CodeHookReport r = symmem::installCodeHooks({&hook, 1}, options_);
+    const int moved = symmem::codeHookContextsMoved();
+    gSegvStage = 2;
+    caller.join();
+    std::string out;
+    if (!r.installed) out += "refused: " + r.refusal + "\n";
+    if (answer.load() != 0) out += "the caller read " + std::to_string(answer.load()) + ", not the page's 0\n";
+    if (moved < 1) out += "no saved context was moved\n";
+    return out;
+  });
+  EXPECT_EQ(problems, "") << "(a caller resuming inside the new jump dies of SIGILL or SIGSEGV)";
+}
+
+// The write of a jump that straddles two 16-byte windows is three stores (self-loop, tail, head) or,
+// 15 bytes in, two (tail, head). When a later one fails, the earlier ones are taken back: the
+// function is byte for byte what it was and still runs.
+int gStoresBeforeFailure = 0;
+bool storeThenFail(uint8_t* window, const uint8_t* expected, const uint8_t* desired) {
+  if (gStoresBeforeFailure-- <= 0) return false;
+  if (std::memcmp(window, expected, 16) != 0) return false;
+  std::memcpy(window, desired, 16);  // the test's own thread is the only one running this code
+  return true;
+}
+
+TEST_F(CodeHooks, AStoreFailingHalfwayLeavesTheFunctionIntact) {
+  auto last = reinterpret_cast<One>(dlsym(lib_, "shapeStraddleLast"));
+  ASSERT_NE(last, nullptr);
+  ASSERT_EQ(reinterpret_cast<uintptr_t>(last) & 15, 15u);
+  options_.storeWindow = &storeThenFail;
+  struct Case {
+    One f;
+    int storesThatSucceed;
+  };
+  for (const Case& c : {Case{straddle_, 1}, Case{straddle_, 2}, Case{last, 1}}) {
+    const symmem::CodeHook hook{"straddling", reinterpret_cast<void*>(c.f), reinterpret_cast<void*>(&oneReplacement)};
+    // The bytes before the function too: the self-loop and the head land in the window it shares.
+    const auto* p = reinterpret_cast<const unsigned char*>(c.f);
+    const std::vector<unsigned char> before(p - 15, p + 16);
+    gStoresBeforeFailure = c.storesThatSucceed;
+    const symmem::CodeHookReport r = symmem::installCodeHooks({&hook, 1}, options_);
+    EXPECT_FALSE(r.installed);
+    EXPECT_NE(r.refusal.find("changed under the patch"), std::string::npos) << r.refusal;
+    EXPECT_EQ(std::vector<unsigned char>(p - 15, p + 16), before)
+        << "after " << c.storesThatSucceed << " store(s) the function was left half written";
+    EXPECT_EQ(c.f(4), 7);
+  }
+}
+
+// Every state the entry passes through during a write, as a thread arriving there would fetch it:
+// the old bytes, a self-loop (it waits), or the whole jump; never the opcode with part of the old
+// displacement (opcode first) and never a write outside the hook's store (a plain memcpy).
+std::vector<std::vector<unsigned char>> gEntryStates;
+const unsigned char* gWatched = nullptr;
+bool recordingStore(uint8_t* window, const uint8_t* expected, const uint8_t* desired) {
+  if (std::memcmp(window, expected, 16) != 0) return false;
+  std::memcpy(window, desired, 16);
+  gEntryStates.emplace_back(gWatched, gWatched + 5);
+  return true;
+}
+
+TEST_F(CodeHooks, EveryStateOfTheWriteIsSafeForAThreadArrivingAtTheEntry) {
+  auto last = reinterpret_cast<One>(dlsym(lib_, "shapeStraddleLast"));
+  ASSERT_NE(last, nullptr);
+  options_.storeWindow = &recordingStore;
+  struct Case {
+    const char* name;
+    void* f;
+    void* replacement;
+    size_t stores;
+  };
+  for (const Case& c : {Case{"shapeSeven", reinterpret_cast<void*>(seven_), reinterpret_cast<void*>(&sevenReplacement), 1},
+                        Case{"shapeStraddle", reinterpret_cast<void*>(straddle_), reinterpret_cast<void*>(&oneReplacement), 3},
+                        Case{"shapeStraddleLast", reinterpret_cast<void*>(last), reinterpret_cast<void*>(&oneReplacement), 2}}) {
+    const bool endbr = std::memcmp(c.f, "\xf3\x0f\x1e\xfa", 4) == 0;
+    gWatched = static_cast<const unsigned char*>(c.f) + (endbr ? 4 : 0);
+    const std::vector<unsigned char> original(gWatched, gWatched + 5);
+    gEntryStates.clear();
+    gEntryStates.reserve(8);
+    const symmem::CodeHook hook{c.name, c.f, c.replacement};
+    const symmem::CodeHookReport r = symmem::installCodeHooks({&hook, 1}, options_);
+    ASSERT_TRUE(r.installed) << r.refusal;
+    ASSERT_EQ(gEntryStates.size(), c.stores) << c.name << ": not written through one store per window";
+    const std::vector<unsigned char> jump = gEntryStates.back();
+    EXPECT_EQ(jump[0], 0xe9) << c.name;
+    for (size_t i = 0; i + 1 < gEntryStates.size(); ++i) {
+      const std::vector<unsigned char>& e = gEntryStates[i];
+      const bool selfLoop = e[0] == 0xeb && e[1] == 0xfe;
+      // 15 bytes into a window the opcode alone is in the first one: its tail goes first, under the
+      // old first byte (docs/attach.md: only a thread that cannot be parked could meet it).
+      const bool tailUnderOldOpcode = c.stores == 2 && e[0] == original[0] &&
+                                      std::equal(e.begin() + 1, e.end(), jump.begin() + 1);
+      EXPECT_TRUE(selfLoop || tailUnderOldOpcode) << c.name << ": state " << i << " is a torn jump";
+    }
+    EXPECT_EQ(symmem::undoCodeHooks(), 1);
+    EXPECT_EQ(std::vector<unsigned char>(gWatched, gWatched + 5), original);
+  }
+}
+
+// Threads that are never parked, arriving at the entry while it is written and put back again and
+// again: with atomic stores in the right order they see the old bytes or the new, never a mix (any
+// mix of shapeOneInstruction's bytes is a jump a gigabyte away). The states themselves are checked
+// deterministically above; this is the same under real concurrency.
+TEST_F(CodeHooks, ThreadsThatAreNeverParkedSeeOldOrNewBytesNeverAMix) {
+  auto one = reinterpret_cast<One>(dlsym(lib_, "shapeOneInstruction"));
+  auto oneStraddle = reinterpret_cast<One>(dlsym(lib_, "shapeOneInstructionStraddle"));
+  ASSERT_TRUE(one && oneStraddle);
+  ASSERT_EQ(reinterpret_cast<uintptr_t>(oneStraddle) & 15, 12u);
+  const symmem::CodeHook set[] = {
+      {"shapeOneInstruction", reinterpret_cast<void*>(one), reinterpret_cast<void*>(&oneReplacement)},
+      {"shapeOneInstructionStraddle", reinterpret_cast<void*>(oneStraddle), reinterpret_cast<void*>(&oneReplacement)}};
+  const std::string problems = symmem::testing::runForkedCheck([&]() -> std::string {
+    options_.parkOtherThreads = false;
+    std::atomic<bool> stop{false};
+    std::atomic<long> wrong{0}, calls{0};
+    std::vector<std::thread> callers;
+    for (int t = 0; t < 2; ++t)
+      callers.emplace_back([&, t] {
+        while (!stop.load(std::memory_order_relaxed)) {
+          const long a = one(t), b = oneStraddle(t);
+          if (a != t + 0x40000007 && a != -t) wrong.fetch_add(1);
+          if (b != t + 0x40000007 && b != -t) wrong.fetch_add(1);
+          calls.fetch_add(2, std::memory_order_relaxed);
+        }
+      });
+    std::string out;
+    for (int cycle = 0; cycle < 500 && out.empty(); ++cycle) {
+      const symmem::CodeHookReport r = symmem::installCodeHooks(set, options_);
+      if (!r.installed) out += "refused: " + r.refusal + "\n";
+      symmem::undoCodeHooks();
+    }
+    stop = true;
+    for (std::thread& t : callers) t.join();
+    if (wrong.load() != 0) out += std::to_string(wrong.load()) + " wrong answers\n";
+    if (calls.load() < 1000) out += "the callers hardly ran\n";
+    return out;
+  });
+  EXPECT_EQ(problems, "");
 }
 
 }  // namespace

@@ -1,0 +1,535 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "plugin/code_hook_parking.h"
+
+#if defined(__x86_64__)
+
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <cstddef>
+#include <cstring>
+#include <ctime>
+
+namespace symmem {
+
+namespace {
+
+constexpr int kParkSignal = SIGURG;
+constexpr int kMaxThreads = 8192;
+constexpr int kMaxMoves = 256;
+constexpr int kMaxRestorers = 8;
+constexpr int kMaxListings = 8;          // thread listings per round: threads started meanwhile get asked too
+constexpr size_t kScanBytes = 64 << 10;  // how far up a stack the handler looks for outer signal frames
+constexpr int kMaxScanStarts = 4;        // stacks per handler run (an outer frame may sit on another stack)
+constexpr unsigned long kSaRestorer = 0x04000000;  // the kernel's SA_RESTORER (not in glibc's headers)
+constexpr uint16_t kUserCodeSegment = 0x33;        // CS of 64-bit user code: a real saved context has it
+
+// Everything the handler reads. Static storage, constant-initialised, trivially destructible: it is
+// there before the first request and after every destructor has run.
+struct ParkState {
+  std::atomic<uint32_t> hold{0};  // the round being held; 0: none
+  std::atomic<pid_t> patcher{0};  // the thread writing (never parks)
+  std::atomic<int> entered{0};    // ack slots used in this round
+  std::atomic<uint64_t> acks[kMaxThreads];
+  std::atomic<int> parkedTotal{0}, leftTotal{0};  // handler runs that parked, and that left again
+  std::atomic<int> moved{0};
+  std::atomic<int> moveCount{0};
+  struct Move {
+    std::atomic<uintptr_t> from{0}, to{0}, into{0};
+  } moves[kMaxMoves];
+  std::atomic<int> restorerCount{0};
+  std::atomic<uintptr_t> restorers[kMaxRestorers];
+  std::atomic<bool> scanFailed{false};
+  struct sigaction previous;  // the SIGURG action before ours, for signals that are not ours
+};
+ParkState gPark;
+int gCookie;  // its address tells our requests from every other SIGURG
+
+uint64_t packAck(uint32_t round, pid_t tid) { return (static_cast<uint64_t>(round) << 32) | static_cast<uint32_t>(tid); }
+
+pid_t currentTid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
+
+int64_t nowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+void sleepNs(int64_t ns) {
+  timespec ts{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
+  nanosleep(&ts, nullptr);
+}
+
+long futex(std::atomic<uint32_t>* word, int op, uint32_t value) {
+  return syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), op, value, nullptr, nullptr, 0);
+}
+
+// ---- the handler ----------------------------------------------------------------------------------
+
+uintptr_t movedAddress(uintptr_t rip) {
+  const int n = gPark.moveCount.load(std::memory_order_acquire);
+  for (int i = 0; i < n; ++i) {
+    const ParkState::Move& m = gPark.moves[i];
+    const uintptr_t from = m.from.load(std::memory_order_acquire), to = m.to.load(std::memory_order_acquire);
+    if (rip > from && rip < to) return m.into.load(std::memory_order_acquire) + (rip - from);
+  }
+  return rip;
+}
+
+bool isRestorer(uint64_t word) {
+  const int n = gPark.restorerCount.load(std::memory_order_acquire);
+  for (int i = 0; i < n; ++i)
+    if (word != 0 && word == gPark.restorers[i].load(std::memory_order_relaxed)) return true;
+  return false;
+}
+
+ssize_t readMemory(uintptr_t address, void* out, size_t n) {
+  iovec local{out, n};
+  iovec remote{reinterpret_cast<void*>(address), n};
+  return process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+}
+
+// The part of the kernel's signal frame the handler checks and changes: right after the return
+// address the handler was entered with (glibc's __restore_rt) comes a ucontext_t.
+constexpr size_t kContextHead = offsetof(ucontext_t, uc_mcontext) + sizeof(greg_t) * NGREG;
+
+// Looks for signal frames in [base, base + kScanBytes) and moves the contexts saved there; stacks
+// those contexts ran on are queued for a look too. Reads through readMemory, so a stack that ends
+// (or an alternate stack in the heap) never faults.
+void scanForFrames(uintptr_t base, uintptr_t* starts, int& count) {
+  base &= ~static_cast<uintptr_t>(255);  // chunks never cross a page
+  uint64_t chunk[32];
+  for (size_t offset = 0; offset < kScanBytes; offset += sizeof(chunk)) {
+    const ssize_t got = readMemory(base + offset, chunk, sizeof(chunk));
+    if (got <= 0) {
+      if (offset == 0 && got < 0 && (errno == ENOSYS || errno == EPERM)) gPark.scanFailed.store(true);
+      return;
+    }
+    for (size_t k = 0; k < static_cast<size_t>(got) / 8; ++k) {
+      if (!isRestorer(chunk[k])) continue;
+      const uintptr_t frame = base + offset + k * 8;
+      unsigned char head[kContextHead];
+      if (readMemory(frame + 8, head, sizeof(head)) != static_cast<ssize_t>(sizeof(head))) continue;
+      const auto* uc = reinterpret_cast<const ucontext_t*>(head);
+      const greg_t* g = uc->uc_mcontext.gregs;
+      if (uc->uc_flags > 0xff || uc->uc_link != nullptr ||
+          static_cast<uint16_t>(g[REG_CSGSFS] & 0xffff) != kUserCodeSegment)
+        continue;
+      const auto rip = static_cast<uintptr_t>(g[REG_RIP]);
+      const uintptr_t into = movedAddress(rip);
+      if (into != rip) {
+        auto* saved = reinterpret_cast<ucontext_t*>(frame + 8);
+        saved->uc_mcontext.gregs[REG_RIP] = static_cast<greg_t>(into);
+        gPark.moved.fetch_add(1, std::memory_order_relaxed);
+      }
+      const auto sp = static_cast<uintptr_t>(g[REG_RSP]);
+      const bool inThisRange = sp >= base && sp < base + kScanBytes;
+      if (!inThisRange && count < kMaxScanStarts) starts[count++] = sp;
+    }
+    if (static_cast<size_t>(got) < sizeof(chunk)) return;
+  }
+}
+
+void moveContexts(ucontext_t* uc) {
+  greg_t& rip = uc->uc_mcontext.gregs[REG_RIP];
+  const uintptr_t into = movedAddress(static_cast<uintptr_t>(rip));
+  if (into != static_cast<uintptr_t>(rip)) {
+    rip = static_cast<greg_t>(into);
+    gPark.moved.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (gPark.restorerCount.load(std::memory_order_acquire) == 0) return;
+  uintptr_t starts[kMaxScanStarts] = {static_cast<uintptr_t>(uc->uc_mcontext.gregs[REG_RSP])};
+  int count = 1;
+  for (int i = 0; i < count; ++i) scanForFrames(starts[i], starts, count);
+}
+
+// Waits while a round is held (and through any round that starts before it leaves). True: it parked.
+bool parkWhileHeld() {
+  const pid_t self = currentTid();
+  if (self == gPark.patcher.load(std::memory_order_acquire)) return false;
+  uint32_t acknowledged = 0;
+  for (;;) {
+    const uint32_t round = gPark.hold.load(std::memory_order_acquire);
+    if (round == 0) break;
+    if (round != acknowledged) {
+      if (acknowledged == 0) gPark.parkedTotal.fetch_add(1, std::memory_order_acq_rel);
+      const int slot = gPark.entered.fetch_add(1, std::memory_order_acq_rel);
+      if (slot < kMaxThreads) gPark.acks[slot].store(packAck(round, self), std::memory_order_release);
+      acknowledged = round;
+    }
+    futex(&gPark.hold, FUTEX_WAIT_PRIVATE, round);
+  }
+  if (acknowledged) gPark.leftTotal.fetch_add(1, std::memory_order_acq_rel);
+  return acknowledged != 0;
+}
+
+void onParkSignal(int sig, siginfo_t* info, void* context) {
+  const int savedErrno = errno;
+  const bool ours = info && info->si_code == SI_QUEUE && info->si_pid == getpid() && info->si_value.sival_ptr == &gCookie;
+  const bool parked = parkWhileHeld();
+  if (ours || parked) moveContexts(static_cast<ucontext_t*>(context));
+  if (!ours) {
+    // Not ours: what would have happened without us (SIGURG's default action is to ignore it).
+    const struct sigaction& p = gPark.previous;
+    if (p.sa_flags & SA_SIGINFO) {
+      if (p.sa_sigaction) p.sa_sigaction(sig, info, context);
+    } else if (p.sa_handler != SIG_DFL && p.sa_handler != SIG_IGN && p.sa_handler) {
+      p.sa_handler(sig);
+    }
+  }
+  errno = savedErrno;
+}
+
+bool ensureHandler(std::string& why) {
+  struct sigaction current {};
+  if (sigaction(kParkSignal, nullptr, &current) != 0) {
+    why = std::string("cannot read the SIGURG action: ") + std::strerror(errno);
+    return false;
+  }
+  if ((current.sa_flags & SA_SIGINFO) && current.sa_sigaction == &onParkSignal) return true;
+  gPark.previous = current;  // whoever installed it after us is chained from now on
+  struct sigaction sa {};
+  sa.sa_sigaction = &onParkSignal;
+  // SA_ONSTACK: a thread with an alternate stack (small thread stacks) takes the request there.
+  sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+  sigemptyset(&sa.sa_mask);
+  if (sigaction(kParkSignal, &sa, nullptr) != 0) {
+    why = std::string("cannot install the SIGURG handler that parks threads: ") + std::strerror(errno);
+    return false;
+  }
+  return true;
+}
+
+// The return addresses signal handlers are entered with (glibc's __restore_rt), to tell a signal frame.
+void collectRestorers() {
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (sig == SIGKILL || sig == SIGSTOP) continue;
+    struct sigaction a {};
+    if (sigaction(sig, nullptr, &a) != 0 || !(static_cast<unsigned long>(a.sa_flags) & kSaRestorer) || !a.sa_restorer)
+      continue;
+    const auto r = reinterpret_cast<uintptr_t>(a.sa_restorer);
+    const int n = gPark.restorerCount.load(std::memory_order_acquire);
+    bool known = false;
+    for (int i = 0; i < n && !known; ++i) known = gPark.restorers[i].load() == r;
+    if (known || n >= kMaxRestorers) continue;
+    gPark.restorers[n].store(r, std::memory_order_release);
+    gPark.restorerCount.store(n + 1, std::memory_order_release);
+  }
+}
+
+// ---- reading the thread list and the threads' states (no allocation) ----------------------------
+
+// "/proc/self/task/<tid>/<leaf>" into buf.
+void taskPath(char* buf, pid_t tid, const char* leaf) {
+  static constexpr char kPrefix[] = "/proc/self/task/";
+  char digits[16];
+  int n = 0;
+  for (unsigned v = static_cast<unsigned>(tid); n == 0 || v != 0; v /= 10) digits[n++] = static_cast<char>('0' + v % 10);
+  char* p = buf;
+  for (const char* c = kPrefix; *c; ++c) *p++ = *c;
+  while (n > 0) *p++ = digits[--n];
+  *p++ = '/';
+  for (const char* c = leaf; *c; ++c) *p++ = *c;
+  *p = '\0';
+}
+
+// A small bounded read; the length, or -1 with errno.
+ssize_t readTaskFile(pid_t tid, const char* leaf, char* buf, size_t size) {
+  char path[64];
+  taskPath(path, tid, leaf);
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  const ssize_t n = read(fd, buf, size - 1);
+  const int err = errno;
+  close(fd);
+  if (n >= 0) buf[n] = '\0';
+  errno = err;
+  return n;
+}
+
+enum class Seen { Running, InSystemCall, Gone };
+
+// In a system call: its user code resumes after a syscall instruction, and none is among the moved
+// bytes. A zombie, or a thread whose directory is gone, has nothing left to run.
+Seen look(pid_t tid) {
+  char buf[256];
+  const ssize_t n = readTaskFile(tid, "syscall", buf, sizeof(buf));
+  if (n < 0 && errno == ENOENT) return Seen::Gone;
+  if (n > 0 && buf[0] >= '0' && buf[0] <= '9') return Seen::InSystemCall;
+  char stat[512];
+  const ssize_t m = readTaskFile(tid, "stat", stat, sizeof(stat));
+  if (m < 0) return errno == ENOENT ? Seen::Gone : Seen::Running;
+  const char* close = std::strrchr(stat, ')');
+  if (close && close[1] == ' ' && (close[2] == 'Z' || close[2] == 'X')) return Seen::Gone;
+  return Seen::Running;
+}
+
+// Calls f(tid) for every thread of the process but the caller; errno-style result (0: listed).
+template <typename F>
+int forEachOtherThread(F&& f) {
+  const int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return errno ? errno : EACCES;
+  const pid_t self = currentTid();
+  alignas(8) char buf[4096];
+  bool sawSelf = false;
+  for (;;) {
+    const long n = syscall(SYS_getdents64, fd, buf, sizeof(buf));
+    if (n < 0) {
+      const int err = errno;
+      close(fd);
+      return err ? err : EIO;
+    }
+    if (n == 0) break;
+    for (long off = 0; off < n;) {
+      // struct linux_dirent64: d_ino (8), d_off (8), d_reclen (2), d_type (1), d_name.
+      unsigned short reclen;
+      std::memcpy(&reclen, buf + off + 16, sizeof(reclen));
+      const char* name = buf + off + 19;
+      long tid = 0;
+      for (const char* c = name; *c >= '0' && *c <= '9'; ++c) tid = tid * 10 + (*c - '0');
+      if (tid == self) sawSelf = true;
+      if (tid > 0 && tid != self) f(static_cast<pid_t>(tid));
+      off += reclen ? reclen : 1;
+    }
+  }
+  close(fd);
+  // A list without the caller in it is not this process's (a tmpfs over /proc, say).
+  return sawSelf ? 0 : ENOENT;
+}
+
+enum : uint8_t { kWaiting, kParked, kInSystemCall, kGone };
+
+}  // namespace
+
+bool publishContextMoves(std::span<const ContextMove> moves) {
+  int count = gPark.moveCount.load(std::memory_order_acquire);
+  int fresh = 0;
+  for (const ContextMove& m : moves) {
+    bool known = false;
+    for (int i = 0; i < count && !known; ++i) known = gPark.moves[i].from.load() == m.from;
+    fresh += known ? 0 : 1;
+  }
+  if (count + fresh > kMaxMoves) return false;
+  for (const ContextMove& m : moves) {
+    int i = 0;
+    while (i < count && gPark.moves[i].from.load() != m.from) ++i;
+    ParkState::Move& slot = gPark.moves[i];
+    // Either trampoline is right for a reader that sees the old one: both stay mapped.
+    slot.into.store(m.into, std::memory_order_release);
+    slot.to.store(m.to, std::memory_order_release);
+    if (i == count) {
+      slot.from.store(m.from, std::memory_order_release);
+      gPark.moveCount.store(++count, std::memory_order_release);
+    }
+  }
+  return true;
+}
+
+int contextsMovedSoFar() { return gPark.moved.load(std::memory_order_acquire); }
+
+ssize_t readOwnMemory(uintptr_t address, void* out, size_t n) { return readMemory(address, out, n); }
+
+bool Parking::prepare(std::string& why) {
+  if (!ensureHandler(why)) return false;
+  collectRestorers();
+  threads_.clear();
+  threads_.reserve(kMaxThreads);
+  newcomers_.clear();
+  newcomers_.reserve(kMaxThreads);
+  const int err = forEachOtherThread([&](pid_t tid) {
+    if (threads_.size() < static_cast<size_t>(kMaxThreads)) threads_.push_back({tid, kWaiting});
+  });
+  if (err != 0) {
+    why = std::string("cannot list this process's threads (/proc/self/task: ") + std::strerror(err) +
+          "), so no thread can be shown to be outside the bytes to rewrite";
+    return false;
+  }
+  if (threads_.size() >= static_cast<size_t>(kMaxThreads)) {
+    why = "more than " + std::to_string(kMaxThreads - 1) + " other threads: too many to park";
+    return false;
+  }
+  std::sort(threads_.begin(), threads_.end(), [](const Thread& a, const Thread& b) { return a.tid < b.tid; });
+  return true;
+}
+
+Parking::Thread* Parking::find(pid_t tid) {
+  auto it = std::lower_bound(threads_.begin(), threads_.end(), tid, [](const Thread& t, pid_t v) { return t.tid < v; });
+  return it != threads_.end() && it->tid == tid ? &*it : nullptr;
+}
+
+bool Parking::send(pid_t tid, int& err) const {
+  siginfo_t info{};
+  info.si_signo = kParkSignal;
+  info.si_code = SI_QUEUE;
+  info.si_pid = getpid();
+  info.si_uid = getuid();
+  info.si_value.sival_ptr = &gCookie;
+  if (syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, kParkSignal, &info) == 0) return true;
+  err = errno;
+  return false;
+}
+
+void Parking::absorbAcks() {
+  const int entered = std::min(gPark.entered.load(std::memory_order_acquire), kMaxThreads);
+  while (acksSeen_ < entered) {
+    const uint64_t ack = gPark.acks[acksSeen_].load(std::memory_order_acquire);
+    if (ack == 0) return;  // that slot's store has not landed yet
+    ++acksSeen_;
+    if (static_cast<uint32_t>(ack >> 32) != round_) continue;
+    if (Thread* t = find(static_cast<pid_t>(ack & 0xffffffffu)); t && t->state != kGone) t->state = kParked;
+  }
+}
+
+// Threads started since the last listing get a request too. False: a request could not be sent.
+bool Parking::relist(int& err) {
+  newcomers_.clear();
+  const int listErr = forEachOtherThread([&](pid_t tid) {
+    if (!find(tid) && threads_.size() + newcomers_.size() < static_cast<size_t>(kMaxThreads))
+      newcomers_.push_back(tid);
+  });
+  if (listErr != 0) {
+    err = listErr;
+    return false;
+  }
+  for (pid_t tid : newcomers_) {
+    int sendErr = 0;
+    const bool sent = send(tid, sendErr);
+    if (!sent && sendErr != ESRCH) {
+      err = sendErr;
+      return false;
+    }
+    threads_.push_back({tid, sent ? kWaiting : kGone});  // capacity reserved in prepare()
+  }
+  std::sort(threads_.begin(), threads_.end(), [](const Thread& a, const Thread& b) { return a.tid < b.tid; });
+  return true;
+}
+
+// True when every thread is parked, in a system call, or gone. `finalCheck`: a thread counted as in
+// a system call that has not parked since must still be in one.
+bool Parking::settle(bool finalCheck) {
+  absorbAcks();
+  bool settled = true;
+  for (Thread& t : threads_) {
+    if (t.state == kParked || t.state == kGone) continue;
+    if (t.state == kInSystemCall && !finalCheck) continue;
+    switch (look(t.tid)) {
+      case Seen::Gone:
+        t.state = kGone;
+        break;
+      case Seen::InSystemCall:
+        t.state = kInSystemCall;
+        break;
+      case Seen::Running:
+        t.state = kWaiting;
+        settled = false;
+        break;
+    }
+  }
+  return settled;
+}
+
+bool Parking::park(std::chrono::milliseconds timeout, std::string& why) {
+  gPark.patcher.store(currentTid(), std::memory_order_release);
+  round_ = static_cast<uint32_t>(nowNs() / 1000) | 1u;  // never 0, and new in each round
+  while (round_ == gPark.hold.load()) ++round_;
+  acksSeen_ = 0;
+  for (int i = 0; i < kMaxThreads; ++i) gPark.acks[i].store(0, std::memory_order_relaxed);
+  gPark.entered.store(0, std::memory_order_release);
+  movedAtStart_ = gPark.moved.load();
+  gPark.hold.store(round_, std::memory_order_release);
+  held_ = true;
+  int err = 0;
+  pid_t failed = 0;
+  for (Thread& t : threads_) {
+    if (send(t.tid, err)) continue;
+    if (err == ESRCH) {
+      t.state = kGone;
+      continue;
+    }
+    failed = t.tid;
+    break;
+  }
+  const int64_t deadline = nowNs() + std::chrono::nanoseconds(timeout).count();
+  int listings = 1;
+  int64_t pause = 20'000;
+  bool ok = failed == 0;
+  while (ok) {
+    if (settle(false)) {
+      if (listings < kMaxListings) {
+        const size_t before = threads_.size();
+        ++listings;
+        if (!relist(err)) {
+          ok = false;
+          break;
+        }
+        if (threads_.size() != before) continue;
+      }
+      if (settle(true)) break;
+    }
+    if (nowNs() > deadline) {
+      ok = false;
+      break;
+    }
+    sleepNs(pause);
+    pause = std::min<int64_t>(pause * 2, 1'000'000);
+  }
+  if (ok) return true;
+  release();  // before anything allocates below
+  if (failed != 0) {
+    why = "a parking request to thread " + std::to_string(failed) + " could not be sent (" + std::strerror(err) +
+          "), so that thread could be running the bytes to rewrite";
+    return false;
+  }
+  if (err != 0) {
+    why = std::string("the thread list could not be read again (") + std::strerror(err) + ")";
+    return false;
+  }
+  pid_t stuck = 0;
+  for (const Thread& t : threads_)
+    if (t.state == kWaiting) stuck = t.tid;
+  if (stuck == 0 && listings >= kMaxListings) {
+    why = "threads kept starting while the others were being parked";
+    return false;
+  }
+  char name[64] = "?";
+  if (readTaskFile(stuck, "comm", name, sizeof(name)) > 0) name[std::strcspn(name, "\n")] = '\0';
+  why = "thread " + std::to_string(stuck) + " (" + name + ") neither parked within " +
+        std::to_string(timeout.count()) +
+        " ms nor is in a system call (it may block SIGURG, or be starved of CPU), so it could be running the bytes "
+        "to rewrite";
+  return false;
+}
+
+ParkCounts Parking::release() {
+  if (!held_) return counts_;
+  held_ = false;
+  absorbAcks();
+  counts_ = {};
+  for (const Thread& t : threads_) {
+    counts_.parked += t.state == kParked;
+    counts_.inSystemCall += t.state == kInSystemCall;
+  }
+  gPark.hold.store(0, std::memory_order_release);
+  futex(&gPark.hold, FUTEX_WAKE_PRIVATE, INT_MAX);
+  gPark.patcher.store(0, std::memory_order_release);
+  // Only for the count: the moves are right whenever a thread reads them.
+  const int64_t deadline = nowNs() + 50'000'000;
+  while (gPark.leftTotal.load(std::memory_order_acquire) < gPark.parkedTotal.load(std::memory_order_acquire) &&
+         nowNs() < deadline)
+    sleepNs(20'000);
+  counts_.moved = gPark.moved.load() - movedAtStart_;
+  return counts_;
+}
+
+}  // namespace symmem
+
+#endif  // __x86_64__
