@@ -33,6 +33,37 @@ bool afterMarker(std::string_view text, size_t pos) {
   return std::any_of(kMarkers.begin(), kMarkers.end(), [&](std::string_view m) { return before.ends_with(m); });
 }
 
+// Whether [pos, pos + len) overlaps a marker of the text ("home" inside "<home>" is the marker's).
+bool insideMarker(std::string_view text, size_t pos, size_t len) {
+  for (std::string_view m : kMarkers) {
+    const size_t from = pos >= m.size() ? pos - m.size() + 1 : 0;
+    const size_t found = text.find(m, from);
+    if (found != std::string_view::npos && found < pos + len) return true;
+  }
+  return false;
+}
+
+bool isAlnum(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
+
+// Where `name` occurs in `text` from `from` on: hosts in any case, users exactly.
+size_t findName(std::string_view text, std::string_view name, bool anyCase, size_t from) {
+  if (!anyCase) return text.find(name, from);
+  for (size_t pos = from; pos + name.size() <= text.size(); ++pos) {
+    size_t k = 0;
+    while (k < name.size() &&
+           std::tolower(static_cast<unsigned char>(text[pos + k])) == std::tolower(static_cast<unsigned char>(name[k])))
+      ++k;
+    if (k == name.size()) return pos;
+  }
+  return std::string_view::npos;
+}
+
+// Where a directory occurs as itself: followed by the end, a '/', or a character no path holds.
+bool wholeDirAt(std::string_view text, size_t pos, size_t len) {
+  const size_t after = pos + len;
+  return after == text.size() || text[after] == '/' || !isPathChar(text[after]);
+}
+
 // A path starts at position `pos` when what precedes it cannot be part of a word or a path ("GB/s",
 // "1/2" and "./x" are not absolute paths).
 bool pathStartsAt(std::string_view text, size_t pos) {
@@ -119,10 +150,10 @@ Redactor::Redactor(const Identity& identity) {
   reportDirs_ = normalisedDirs(identity.reportDirs);
 }
 
-std::string_view Redactor::markerForName(std::string_view token, bool identityContext) const {
+std::string_view Redactor::markerForName(std::string_view token, bool identityContext, bool qualifiedForms) const {
   const std::string l = lower(token);
   for (const std::string& h : hosts_) {
-    const bool matches = l == h || (l.size() > h.size() && startsWith(l, h) && l[h.size()] == '.');
+    const bool matches = l == h || (qualifiedForms && l.size() > h.size() && startsWith(l, h) && l[h.size()] == '.');
     if (matches && (identityContext || redactedEverywhere(h))) return kHostMarker;
   }
   for (const std::string& u : users_)
@@ -131,8 +162,9 @@ std::string_view Redactor::markerForName(std::string_view token, bool identityCo
 }
 
 std::string Redactor::namedComponent(std::string_view component) const {
-  // A path component that is a host or user name is one in any context: /home/gpu, /srv/a/logs.
-  const std::string_view marker = markerForName(component, true);
+  // A path component that is a host or user name is one in any context: /home/gpu, /srv/a/logs. A file
+  // named after the host keeps the rest of its name (node17.topo.txt -> <host>.topo.txt, below).
+  const std::string_view marker = markerForName(component, true, false);
   return marker.empty() ? std::string(component) : std::string(marker);
 }
 
@@ -264,9 +296,87 @@ std::string Redactor::redactNames(std::string_view text) const {
                           std::any_of(kMarkers.begin(), kMarkers.end(),
                                       [&](std::string_view m) { return m.substr(1, m.size() - 2) == token; });
     const bool atSign = (i > 0 && text[i - 1] == '@') || (end < text.size() && text[end] == '@');
-    const std::string_view marker = isMarker ? std::string_view() : markerForName(token, atSign);
+    // After a '/', the token is a file's name: "node17.topo.txt" names a file, not a qualified host.
+    const bool fileName = i > 0 && text[i - 1] == '/';
+    const std::string_view marker = isMarker ? std::string_view() : markerForName(token, atSign, !fileName);
     out += marker.empty() ? token : marker;
     i = end;
+  }
+  return out;
+}
+
+std::string Redactor::redactJoinedNames(std::string_view text, bool insideWords) const {
+  // The names that are no ordinary word, wherever they stand between two characters that are not
+  // letters or digits (insideWords: anywhere at all). Longest first: "node17.example.org", "node17".
+  std::vector<std::pair<std::string_view, std::string_view>> names;
+  for (const std::string& h : hosts_)
+    if (redactedEverywhere(h)) names.emplace_back(h, kHostMarker);
+  for (const std::string& u : users_)
+    if (redactedEverywhere(u)) names.emplace_back(u, kUserMarker);
+  std::stable_sort(names.begin(), names.end(),
+                   [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+  std::string out(text);
+  for (const auto& [name, marker] : names) {
+    const bool anyCase = marker == kHostMarker;
+    size_t pos = 0;
+    while ((pos = findName(out, name, anyCase, pos)) != std::string::npos) {
+      const size_t end = pos + name.size();
+      const bool bounded = (pos == 0 || !isAlnum(out[pos - 1])) && (end == out.size() || !isAlnum(out[end]));
+      if ((!bounded && !insideWords) || insideMarker(out, pos, name.size())) {
+        ++pos;
+        continue;
+      }
+      out.replace(pos, name.size(), marker);
+      pos += marker.size();
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> Redactor::leftovers(std::string_view text) const {
+  std::vector<std::string> found;
+  auto note = [&](const char* what) {
+    if (std::find(found.begin(), found.end(), what) == found.end()) found.emplace_back(what);
+  };
+  for (const std::string& h : hosts_) {
+    if (!redactedEverywhere(h)) continue;
+    for (size_t pos = findName(text, h, true, 0); pos != std::string_view::npos; pos = findName(text, h, true, pos + 1))
+      if (!insideMarker(text, pos, h.size())) note("the host name");
+  }
+  for (const std::string& u : users_) {
+    if (!redactedEverywhere(u)) continue;
+    for (size_t pos = text.find(u); pos != std::string_view::npos; pos = text.find(u, pos + 1))
+      if (!insideMarker(text, pos, u.size())) note("the user name");
+  }
+  const std::pair<const std::vector<std::string>*, const char*> dirs[] = {{&reportDirs_, "the report folder's path"},
+                                                                          {&homeDirs_, "the home directory"},
+                                                                          {&currentDirs_, "the current directory"}};
+  for (const auto& [list, what] : dirs)
+    for (const std::string& d : *list)
+      for (size_t pos = text.find(d); pos != std::string_view::npos; pos = text.find(d, pos + 1))
+        if (wholeDirAt(text, pos, d.size())) note(what);
+  return found;
+}
+
+std::string Redactor::redactAnywhere(std::string_view text) const {
+  std::string out = redactJoinedNames((*this)(text), true);
+  // A directory left (it stood where no path starts): the same markers the paths get.
+  std::vector<std::pair<std::string_view, std::string_view>> dirs;
+  for (const std::string& d : reportDirs_) dirs.emplace_back(d, ".");
+  for (const std::string& d : homeDirs_) dirs.emplace_back(d, kHomeMarker);
+  for (const std::string& d : currentDirs_) dirs.emplace_back(d, kCwdMarker);
+  std::stable_sort(dirs.begin(), dirs.end(),
+                   [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+  for (const auto& [dir, with] : dirs) {
+    size_t pos = 0;
+    while ((pos = out.find(dir, pos)) != std::string::npos) {
+      if (!wholeDirAt(out, pos, dir.size())) {
+        ++pos;
+        continue;
+      }
+      out.replace(pos, dir.size(), with);
+      pos += with.size();
+    }
   }
   return out;
 }
@@ -281,7 +391,25 @@ std::string Redactor::operator()(std::string_view text) const {
       return std::string(text.substr(0, at)) + std::string(marker) + std::string(text.substr(at + word.size()));
     }
   }
-  return redactNames(replaceGluedDirs(redactPaths(text)));
+  // The report folder first, wherever it stands: its name may hold a space or a line break, where a
+  // path would end before it is recognised whole.
+  std::string out(text);
+  for (const std::string& d : reportDirs_) {
+    size_t pos = 0;
+    while ((pos = out.find(d, pos)) != std::string::npos) {
+      if (!wholeDirAt(out, pos, d.size()) || afterMarker(out, pos)) {
+        ++pos;
+        continue;
+      }
+      // "DIR/" alone is the folder too: "." rather than "./".
+      const size_t after = pos + d.size();
+      const bool lone = after < out.size() && out[after] == '/' &&
+                        (after + 1 == out.size() || !isPathChar(out[after + 1]));
+      out.replace(pos, d.size() + (lone ? 1 : 0), ".");
+      pos += 1;
+    }
+  }
+  return redactJoinedNames(redactNames(replaceGluedDirs(redactPaths(out))), false);
 }
 
 }  // namespace symmem::report

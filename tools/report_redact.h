@@ -11,13 +11,16 @@
 //   the host name (and its short form)    -> <host>       (also its qualified forms: host.example.com)
 //   the user name                         -> <user>
 //
-// Names match whole tokens only: a token is a run of letters, digits and '_', joined by '.' or '-'
-// between two such characters ("pcie-root", "host.example.com" are one token each), so user "root"
-// never touches "pcie-root" and host "a" never touches "a100". A name that is also an ordinary word of
-// the report (at most 2 characters, or in ordinaryWords(): user "root", "gpu", host "node") is replaced
-// only where it stands as an identity: a component of an absolute path, either side of '@', or the whole
-// text (an environment variable's value); replacing every "a" or "root" would garble the tables while
-// hiding nothing a reader could tie to a person.
+// A name that is also an ordinary word of the report (at most 2 characters, or in ordinaryWords(): user
+// "root", "gpu", host "node") is replaced only where it stands as an identity: a component of an
+// absolute path, either side of '@', or the whole text (an environment variable's value); replacing
+// every "a" or "root" would garble the tables while hiding nothing a reader could tie to a person, and
+// user "root" never touches "pcie-root". Any other name is replaced wherever it stands between two
+// characters that are not letters or digits, also joined to other words ("jdoe-table.txt" ->
+// "<user>-table.txt", "nccl.node17.%p.log" -> "nccl.<host>.%p.log").
+//
+// leftovers() is the check of a finished text: any of those names anywhere, even inside a longer word
+// ("xjdoe7"), and any of the directories; redactAnywhere() replaces what it finds.
 #include <string>
 #include <string_view>
 #include <vector>
@@ -58,13 +61,20 @@ class Redactor {
   // The text with the identity replaced. Idempotent: redacting a redacted text changes nothing.
   std::string operator()(std::string_view text) const;
 
+  // What of the identity `text` still holds, anywhere (markers aside): "the host name", "the user
+  // name", "the home directory", "the current directory", "the report folder's path". Empty: nothing.
+  std::vector<std::string> leftovers(std::string_view text) const;
+  // The text with every leftover replaced, also inside longer words (for a text leftovers() flagged).
+  std::string redactAnywhere(std::string_view text) const;
+
  private:
   std::string redactPaths(std::string_view text) const;
   std::string replacePath(std::string_view path) const;
   std::string namedComponent(std::string_view component) const;
   std::string replaceGluedDirs(std::string_view text) const;
   std::string redactNames(std::string_view text) const;
-  std::string_view markerForName(std::string_view token, bool identityContext) const;
+  std::string redactJoinedNames(std::string_view text, bool insideWords) const;
+  std::string_view markerForName(std::string_view token, bool identityContext, bool qualifiedForms = true) const;
 
   std::vector<std::string> hosts_;  // lower case, full and short forms
   std::vector<std::string> users_;

@@ -138,6 +138,7 @@ ToolRun runTool(const RunRequest& request, const volatile std::sig_atomic_t* int
   }
   if (pid == 0) execChild(pipes, argv.data(), envp.data());
   setpgid(pid, pid);  // also here, so the group exists before any kill (EACCES after exec is fine)
+  if (request.runningGroup != nullptr) *request.runningGroup = pid;
   pipes.closeEnd(1);
   pipes.closeEnd(3);
   pipes.closeEnd(5);
@@ -220,6 +221,7 @@ ToolRun runTool(const RunRequest& request, const volatile std::sig_atomic_t* int
     if (Clock::now() > reapBy) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  if (request.runningGroup != nullptr && waited == pid) *request.runningGroup = 0;
   run.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (execFailed) {
     run.end = RunEnd::CouldNotStart;

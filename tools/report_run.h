@@ -19,6 +19,9 @@ struct RunRequest {
   std::vector<std::string> env;   // the child's environment, "NAME=value"
   int timeoutSeconds = 600;
   size_t stdoutMaxBytes = size_t{4} << 20;  // kept; the rest is read and dropped (stdoutTruncated)
+  // Where the tool's process group is published while it runs (0 before and after), for a signal
+  // handler that must stop it at once; may be null.
+  volatile std::sig_atomic_t* runningGroup = nullptr;
 };
 
 // Runs the tool and waits for it (at most timeoutSeconds, or until *interrupted becomes non-zero).

@@ -382,6 +382,10 @@ std::string renderReport(const ReportInputs& in) {
     md += "- Missing from this folder:\n";
     for (const std::string& m : missing) md += "  - " + m + "\n";
   }
+  if (!in.redactionNotes.empty()) {
+    md += "- Redaction, after the check of the finished folder:\n";
+    for (const std::string& n : in.redactionNotes) md += "  - " + n + "\n";
+  }
 
   md += "\n## Versions\n\n| component | version |\n|---|---|\n";
   for (const Row& r : in.versions) md += "| " + cell(r.name) + " | " + cell(r.value) + " |\n";

@@ -80,6 +80,9 @@ struct ReportInputs {
   std::vector<FileSize> files;    // every file of the folder (report.md included), in name order
   std::string folderName;         // the folder's own name, for the command that draws the plots later
   bool interrupted = false;
+  // What the check of the finished folder found after redaction and did about it, one line per file:
+  // "health.txt: the user name stood inside a longer word; replaced there too".
+  std::vector<std::string> redactionNotes;
 };
 
 // ---- summary lines (each one line of Markdown, no trailing newline) ---------------------------------

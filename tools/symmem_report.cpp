@@ -8,9 +8,6 @@
 //
 // Exit 0 when the report was written, whatever the tools found (their verdicts are its content);
 // 1 when it could not be written; 2 for a bad command line.
-#include <dirent.h>
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -25,9 +22,9 @@
 #include <string>
 #include <vector>
 
-#include "core/bounded_file.h"
 #include "tools/cli_values.h"
 #include "tools/report_facts.h"
+#include "tools/report_folder.h"
 #include "tools/report_redact.h"
 #include "tools/report_run.h"
 #include "tools/report_text.h"
@@ -42,12 +39,25 @@ using namespace symmem::report;
 // Where the tools are found instead of the directory of symmem-report (tests, packaging).
 constexpr const char* kToolsDirVariable = "SYMMEM_REPORT_TOOLS_DIR";
 constexpr size_t kToolFileMaxBytes = size_t{16} << 20;  // a CSV or table a tool wrote
-constexpr const char* kStagingName = ".staging";
 constexpr int kSteps = 4;
 
 volatile std::sig_atomic_t gInterrupted = 0;
+volatile std::sig_atomic_t gRunningGroup = 0;  // the process group of the tool running now, else 0
+const ReportFolder* gFolder = nullptr;         // for the second stop signal's cleanup
 
-extern "C" void onStopSignal(int signal) { gInterrupted = signal; }
+// The first stop signal: the running tool is stopped and the report written with what finished. A
+// second one ends symmem-report at once, as the user then means, but first removes the staging
+// folder: it holds the tools' outputs before redaction.
+extern "C" void onStopSignal(int signal) {
+  if (gInterrupted == 0) {
+    gInterrupted = signal;
+    return;
+  }
+  if (const pid_t group = gRunningGroup; group > 0) kill(-group, SIGKILL);
+  if (gFolder != nullptr) gFolder->removeStagingNow();
+  std::signal(signal, SIG_DFL);
+  raise(signal);  // delivered when this handler returns: the exit status says which signal ended it
+}
 
 struct Options {
   std::string out;
@@ -105,7 +115,7 @@ int parseArgs(int argc, char** argv, Options& o) {
       const char* v = value();
       if (v == nullptr) return 2;
       std::vector<int> gpus;
-      if (const std::string e = parseIndexListArg("--gpus", v, 1023, gpus); !e.empty()) {
+      if (const std::string e = parseIndexListArg("--gpus", v, 63, gpus); !e.empty()) {
         std::fprintf(stderr, "symmem-report: %s\n", e.c_str());
         return 2;
       }
@@ -135,116 +145,11 @@ std::string utcNow(const char* format) {
   return std::strftime(buf, sizeof buf, format, &tm) > 0 ? std::string(buf) : std::string("unknown");
 }
 
-std::string absolutePath(const std::string& path) {
-  if (!path.empty() && path.front() == '/') return path;
-  char cwd[PATH_MAX];
-  if (getcwd(cwd, sizeof cwd) == nullptr) return path;
-  return std::string(cwd) + "/" + path;
-}
-
 std::string baseName(const std::string& path) {
   std::string p = path;
   while (p.size() > 1 && p.back() == '/') p.pop_back();
   const size_t slash = p.rfind('/');
   return slash == std::string::npos ? p : p.substr(slash + 1);
-}
-
-// The report folder: created, or an existing empty one taken. Its staging folder (inside it, removed
-// at the end) is where the tools write, so nothing reaches the folder before it is redacted.
-struct Folder {
-  std::string path;  // absolute, as given
-  std::string real;  // links resolved
-  std::string staging;
-};
-
-bool directoryIsEmpty(const std::string& path, std::string& error) {
-  DIR* dir = opendir(path.c_str());
-  if (dir == nullptr) {
-    error = path + ": cannot open: " + std::strerror(errno);
-    return false;
-  }
-  bool empty = true;
-  while (const dirent* e = readdir(dir)) {
-    const std::string name = e->d_name;
-    if (name != "." && name != "..") empty = false;
-  }
-  closedir(dir);
-  if (!empty) error = path + " exists and is not empty (nothing is overwritten; name a new folder with --out)";
-  return empty;
-}
-
-bool makeFolder(const std::string& given, Folder& folder, std::string& error) {
-  folder.path = absolutePath(given);
-  struct stat st {};
-  if (stat(given.c_str(), &st) == 0) {
-    if (!S_ISDIR(st.st_mode)) {
-      error = given + " exists and is not a folder";
-      return false;
-    }
-    if (!directoryIsEmpty(given, error)) return false;
-  } else if (mkdir(given.c_str(), 0755) != 0) {
-    error = "cannot create " + given + ": " + std::strerror(errno);
-    return false;
-  }
-  char resolved[PATH_MAX];
-  folder.real = realpath(given.c_str(), resolved) != nullptr ? std::string(resolved) : folder.path;
-  folder.staging = folder.real + "/" + kStagingName;
-  if (mkdir(folder.staging.c_str(), 0700) != 0) {
-    error = "cannot create " + folder.staging + ": " + std::strerror(errno);
-    return false;
-  }
-  return true;
-}
-
-// Removes the staging folder and what the tools left in it (only regular files are expected there).
-void removeStaging(const Folder& folder) {
-  if (DIR* dir = opendir(folder.staging.c_str())) {
-    while (const dirent* e = readdir(dir)) {
-      const std::string name = e->d_name;
-      if (name == "." || name == "..") continue;
-      const std::string path = folder.staging + "/" + name;
-      if (unlink(path.c_str()) != 0)
-        std::fprintf(stderr, "symmem-report: cannot remove %s: %s\n", path.c_str(), std::strerror(errno));
-    }
-    closedir(dir);
-  }
-  if (rmdir(folder.staging.c_str()) != 0 && errno != ENOENT)
-    std::fprintf(stderr, "symmem-report: cannot remove %s: %s\n", folder.staging.c_str(), std::strerror(errno));
-}
-
-// Writes `text` as a new file of the folder (never replacing one). "" or what went wrong.
-std::string writeNewFile(const std::string& path, const std::string& text) {
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return "cannot create " + path + ": " + std::strerror(errno);
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string e = "cannot write " + path + ": " + std::strerror(errno);
-      close(fd);
-      return e;
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (close(fd) != 0) return "cannot write " + path + ": " + std::strerror(errno);
-  return "";
-}
-
-// The folder's regular files (not the staging folder), in name order, with their sizes.
-std::vector<FileSize> folderFiles(const Folder& folder) {
-  std::vector<FileSize> files;
-  if (DIR* dir = opendir(folder.real.c_str())) {
-    while (const dirent* e = readdir(dir)) {
-      struct stat st {};
-      const std::string name = e->d_name;
-      if (stat((folder.real + "/" + name).c_str(), &st) == 0 && S_ISREG(st.st_mode))
-        files.push_back({name, static_cast<uint64_t>(st.st_size)});
-    }
-    closedir(dir);
-  }
-  std::sort(files.begin(), files.end(), [](const FileSize& a, const FileSize& b) { return a.name < b.name; });
-  return files;
 }
 
 // The directory the tools are run from: SYMMEM_REPORT_TOOLS_DIR, else that of this executable.
@@ -278,7 +183,7 @@ std::vector<std::string> childEnvironment() {
 // Runs the report's steps and keeps what they leave.
 class Report {
  public:
-  Report(const Options& options, const Folder& folder, const Redactor& redact)
+  Report(const Options& options, ReportFolder& folder, const Redactor& redact)
       : options_(options), folder_(folder), redact_(redact), env_(childEnvironment()) {
     toolsDir_ = toolsDirectory(toolsDirOverridden_, toolsProblem_);
   }
@@ -305,6 +210,7 @@ class Report {
       request.argv.insert(request.argv.end(), args.begin(), args.end());
       request.env = env_;
       request.timeoutSeconds = options_.timeoutSeconds.value_or(timeout);
+      request.runningGroup = &gRunningGroup;
       result = runTool(request, &gInterrupted);
     }
     const bool ran = result.end != RunEnd::NotRun && result.end != RunEnd::CouldNotStart;
@@ -333,23 +239,23 @@ class Report {
   Artifact fromStaging(const char* name, const ToolRun& run) {
     Artifact a;
     a.name = name;
-    const BoundedFileText file = readBoundedFile(staged(name), kToolFileMaxBytes);
-    if (!file.ok()) {
-      a.missing = file.failure == BoundedFileText::Failure::CannotOpen ? whyNoOutput(run) : "not kept: " + file.error;
+    std::string text, error;
+    if (!folder_.readStaged(name, kToolFileMaxBytes, text, error)) {
+      a.missing = error.empty() ? whyNoOutput(run) : "not kept: " + error;
       return a;
     }
     a.present = true;
-    a.text = file.text;
+    a.text = std::move(text);
     store(a);
     return a;
   }
 
-  std::string staged(const char* name) const { return folder_.staging + "/" + name; }
+  std::string staged(const char* name) const { return folder_.stagedPath(name); }
 
  private:
   void store(Artifact& a) {
     a.text = redact_(a.text);
-    if (const std::string e = writeNewFile(folder_.real + "/" + a.name, a.text); !e.empty()) {
+    if (const std::string e = folder_.writeNew(a.name, a.text); !e.empty()) {
       std::fprintf(stderr, "symmem-report: %s\n", e.c_str());
       a.present = false;
       a.missing = "could not be written: " + e;
@@ -357,7 +263,7 @@ class Report {
   }
 
   const Options& options_;
-  const Folder& folder_;
+  ReportFolder& folder_;
   const Redactor& redact_;
   std::vector<std::string> env_;
   std::string toolsDir_;
@@ -373,13 +279,44 @@ std::vector<std::string> pngsOf(const std::vector<FileSize>& files) {
   return pngs;
 }
 
+// The check of the finished folder: no file may still hold the host, user, home, working-directory or
+// folder strings, even inside a longer word. A text file that does is written again with them replaced
+// wherever they stand; one that cannot be is removed. The PNGs hold pixels drawn from the redacted CSVs
+// and are not read. One note per file acted on, for report.md.
+std::vector<std::string> checkFinishedFolder(const ReportFolder& folder, const Redactor& redact) {
+  std::vector<std::string> notes;
+  for (const FolderEntry& f : folder.files()) {
+    std::string text, error;
+    if (!folder.readFile(f.name, kToolFileMaxBytes, text, error)) {
+      notes.push_back(f.name + ": removed: it could not be read back for the check (" + error + ")");
+      folder.remove(f.name);
+      continue;
+    }
+    if (f.name.ends_with(".png") && text.starts_with("\x89PNG\r\n")) continue;
+    const std::vector<std::string> left = redact.leftovers(text);
+    if (left.empty()) continue;
+    std::string what;
+    for (const std::string& l : left) what += (what.empty() ? "" : ", ") + l;
+    const std::string fixed = redact.redactAnywhere(text);
+    std::string e = redact.leftovers(fixed).empty() ? folder.remove(f.name) : "it could not be replaced";
+    if (e.empty()) e = folder.writeNew(f.name, fixed);
+    if (e.empty()) {
+      notes.push_back(f.name + ": " + what + " stood inside a longer word; replaced there too");
+    } else {
+      folder.remove(f.name);
+      notes.push_back(f.name + ": removed: it held " + what + " (" + e + ")");
+    }
+  }
+  return notes;
+}
+
 void catchStopSignals() {
   struct sigaction sa {};
   sa.sa_handler = onStopSignal;
   sigemptyset(&sa.sa_mask);
-  // No SA_RESTART: a wait returns at once to look at the flag. SA_RESETHAND: a second Ctrl-C ends the
-  // report at once, as the user then means.
-  sa.sa_flags = SA_RESETHAND;
+  // No SA_RESTART: a wait returns at once to look at the flag. A second Ctrl-C ends the report at once
+  // (onStopSignal).
+  sa.sa_flags = 0;
   for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaction(s, &sa, nullptr);
   // A closed terminal must not end the report half written; a tool's exit is read with waitpid.
   std::signal(SIGPIPE, SIG_IGN);
@@ -394,12 +331,14 @@ int main(int argc, char** argv) {
   const std::string created = utcNow("%Y-%m-%d %H:%M:%S UTC");
   if (opt.out.empty()) opt.out = "symmem-report-" + utcNow("%Y%m%d-%H%M%S");
 
-  Folder folder;
-  if (std::string error; !makeFolder(opt.out, folder, error)) {
+  ReportFolder folder;
+  if (std::string error; !folder.open(opt.out, error)) {
     std::fprintf(stderr, "symmem-report: %s\n", error.c_str());
     return 1;
   }
-  const Redactor redact(gatherIdentity({folder.path, folder.real, folder.staging}));
+  const Redactor redact(gatherIdentity({folder.absolutePath(), folder.resolvedPath(), folder.stagingPath(),
+                                        folder.stagingHandlePath(), folder.folderHandlePath()}));
+  gFolder = &folder;
   catchStopSignals();
 
   Report report(opt, folder, redact);
@@ -408,7 +347,7 @@ int main(int argc, char** argv) {
   in.invocation = commandLine(std::vector<std::string>(argv, argv + argc));
   in.toolsDir = report.toolsDir();
   in.toolsDirOverridden = report.toolsDirOverridden();
-  in.folderName = baseName(folder.path);
+  in.folderName = baseName(folder.absolutePath());
 
   std::vector<std::string> selection;
   if (opt.quick) selection.emplace_back("--quick");
@@ -435,15 +374,15 @@ int main(int argc, char** argv) {
   }
   in.tableCheck.tool = "symmem-info";
   in.tableCheck.problem = "no tuned table to check";
-  if (struct stat st{}; stat(report.staged("table.txt").c_str(), &st) == 0)
+  if (folder.stagedExists("table.txt"))
     in.tableCheck = report.run(3, "tuned table check (symmem-info --check --table)", "symmem-info",
                                {"--check", "--table", report.staged("table.txt")}, 120);
   in.tuneText = report.fromStdout("tune.txt", in.tune);
   in.table = report.fromStaging("table.txt", in.tune);
   in.latencyCsv = report.fromStaging("latency.csv", in.tune);
-  removeStaging(folder);
+  folder.removeStaging();
 
-  in.plots = report.run(4, "plots (symmem-report-plots)", "symmem-report-plots", {folder.real}, 300);
+  in.plots = report.run(4, "plots (symmem-report-plots)", "symmem-report-plots", {folder.folderHandlePath()}, 300);
   in.interrupted = gInterrupted != 0;
 
   in.versions = gatherVersions();
@@ -453,18 +392,20 @@ int main(int argc, char** argv) {
   }
 
   // report.md lists itself with its own size: render until the size it states is the size it has.
-  in.files = folderFiles(folder);
+  in.redactionNotes = checkFinishedFolder(folder, redact);
+  for (const FolderEntry& f : folder.files()) in.files.push_back({f.name, f.bytes});
   in.pngs = pngsOf(in.files);
   in.files.push_back({"report.md", 0});
   std::sort(in.files.begin(), in.files.end(), [](const FileSize& a, const FileSize& b) { return a.name < b.name; });
   std::string md;
   for (int round = 0; round < 8; ++round) {
     md = redact(renderReport(in));
+    if (!redact.leftovers(md).empty()) md = redact.redactAnywhere(md);
     auto self = std::find_if(in.files.begin(), in.files.end(), [](const FileSize& f) { return f.name == "report.md"; });
     if (self->bytes == md.size()) break;
     self->bytes = md.size();
   }
-  if (const std::string e = writeNewFile(folder.real + "/report.md", md); !e.empty()) {
+  if (const std::string e = folder.writeNew("report.md", md); !e.empty()) {
     std::fprintf(stderr, "symmem-report: %s: no report written\n", e.c_str());
     return 1;
   }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "tools/report_redact.h"
 
@@ -94,7 +95,8 @@ TEST(ReportRedact, HostNamesInEveryForm) {
 
 TEST(ReportRedact, UserNamesAsWholeTokensOnly) {
   EXPECT_EQ(r("jdoe ran it; jdoe's job; jdoe@node17"), "<user> ran it; <user>'s job; <user>@<host>");
-  EXPECT_EQ(r("jdoex ajdoe jdoe_x jdoe-x jdoe.x"), "jdoex ajdoe jdoe_x jdoe-x jdoe.x");
+  // Joined to other words by a character that is no letter or digit, it is still the name.
+  EXPECT_EQ(r("jdoex ajdoe jdoe_x jdoe-x jdoe.x"), "jdoex ajdoe <user>_x <user>-x <user>.x");
   EXPECT_EQ(r("/srv/jdoe"), "<path>/<user>");
 }
 
@@ -116,6 +118,50 @@ TEST(ReportRedact, ShortAndCommonNamesOnlyWhereTheyStandAsAnIdentity) {
   EXPECT_EQ(r(" root\n", id), " <user>\n");
   EXPECT_EQ(r("/root/.cache", id), "<path>/.cache");
   EXPECT_EQ(r("/root", id), "<home>");
+}
+
+TEST(ReportRedact, NamesJoinedToOtherWordsAreStillHidden) {
+  Identity id;
+  id.hostNames = {"node17-zq"};
+  id.userNames = {"jdoe7731"};
+  EXPECT_EQ(r("SYMMEM_TABLE=/scratch/jdoe7731-table.txt", id), "SYMMEM_TABLE=<path>/<user>-table.txt");
+  EXPECT_EQ(r("NCCL_DEBUG_FILE=nccl.node17-zq.%p.log", id), "NCCL_DEBUG_FILE=nccl.<host>.%p.log");
+  EXPECT_EQ(r("NCCL_SOCKET_IFNAME=ib-jdoe7731", id), "NCCL_SOCKET_IFNAME=ib-<user>");
+  // A file named after the host keeps the rest of its name, as a path or as a word.
+  EXPECT_EQ(r("SYMMEM_TOPO_FILE=/srv/node17-zq.topo.txt", id), "SYMMEM_TOPO_FILE=<path>/<host>.topo.txt");
+  EXPECT_EQ(r("read node17-zq.topo.txt", id), "read <host>");  // as a word: a qualified host name
+  EXPECT_EQ(r("NODE17-ZQ_ib0 jdoe7731's", id), "<host>_ib0 <user>'s");
+  // Short and common names still only as an identity: "root" stays in "pcie-root", "gpu" in "gpu_a".
+  Identity common;
+  common.userNames = {"root", "gpu"};
+  EXPECT_EQ(r("link pcie-root, column gpu_a", common), "link pcie-root, column gpu_a");
+}
+
+TEST(ReportRedact, TheCheckFindsNamesAndDirectoriesAnywhere) {
+  const Redactor redact(jdoe());
+  EXPECT_TRUE(redact.leftovers("nothing of theirs, <user>@<host> in <home>").empty());
+  EXPECT_EQ(redact.leftovers("tag xjdoey"), std::vector<std::string>{"the user name"});
+  EXPECT_EQ(redact.leftovers("NODE17x"), std::vector<std::string>{"the host name"});
+  EXPECT_EQ(redact.leftovers("a=/home/jdoe/work/b"),
+            (std::vector<std::string>{"the user name", "the home directory", "the current directory"}));
+  // What redaction leaves, the check does not find; what the check finds, redactAnywhere removes.
+  for (const char* text : {"jdoe@node17:/home/jdoe$ ls", "xjdoey node17x -I/home/jdoeX/include",
+                           "/home/jdoe/work/symmem-report-20261201-130452/table.txt"}) {
+    const std::string once = redact(text);
+    const std::string anywhere = redact.redactAnywhere(once);
+    EXPECT_TRUE(redact.leftovers(anywhere).empty()) << text << " -> " << anywhere;
+    EXPECT_EQ(redact.redactAnywhere(anywhere), anywhere) << text;
+  }
+  EXPECT_EQ(redact.redactAnywhere("xjdoey node17x"), "x<user>y <host>x");
+}
+
+TEST(ReportRedact, AReportFolderWithASpaceOrALineBreakIsHiddenWhole) {
+  Identity id;
+  id.reportDirs = {"/srv/my reports/r 1", "/srv/x\nevil"};
+  const Redactor redact(id);
+  EXPECT_EQ(redact("--csv /srv/my reports/r 1/health.csv done"), "--csv ./health.csv done");
+  EXPECT_EQ(redact("in /srv/my reports/r 1"), "in .");
+  EXPECT_EQ(redact("wrote /srv/x\nevil/table.txt"), "wrote ./table.txt");
 }
 
 TEST(ReportRedact, WhichNamesAreReplacedEverywhere) {
