@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/printable_text.h"
+
 namespace symmem {
 
 namespace {
@@ -161,7 +163,14 @@ bool parseInt(std::string_view s, int lo, int hi, int* out) {
   return true;
 }
 
-constexpr int kMaxGpuIndex = 65535;
+// GPU numbers as the tools take them (--gpus: 0-63).
+constexpr int kMaxGpuIndex = 63;
+
+// What a measurement can be. A bandwidth above 100 TB/s or a latency above an hour (the longest step
+// limit, --timeout-s 3600) is no measurement of a GPU link; zero or less is none at all.
+constexpr double kMaxGBs = 1e5;
+constexpr double kMaxLatencyUs = 3.6e9;
+enum class Quantity { Bandwidth, Latency };
 
 class Reader {
  public:
@@ -205,8 +214,19 @@ class Reader {
   // What can only be checked once every row is in: pairs and all-at-once values name GPUs that exist.
   // Pairs were read with the GPUs' indexes; in memory they hold positions in `gpus`.
   bool finish() {
+    const size_t gpus = out_->gpus.size();
+    if (out_->loopback && gpus > 1) {
+      line_ = loopbackLine_;
+      return fail("loopback is true, but the file has " + std::to_string(gpus) +
+                  " GPUs (the loopback check is for one GPU)");
+    }
     for (size_t i = 0; i < out_->pairs.size(); ++i) {
       HealthPair& p = out_->pairs[i];
+      if (p.a == p.b && gpus > 1) {
+        line_ = pairLine_[i];
+        return fail("pair " + std::to_string(p.a) + "->" + std::to_string(p.b) + ": a pair is two different GPUs (" +
+                    "a GPU with itself is only the loopback check of a one-GPU file)");
+      }
       for (int g : {p.a, p.b}) {
         if (gpuPosition_.count(g) == 0) {
           line_ = pairLine_[i];
@@ -224,8 +244,10 @@ class Reader {
   const std::string& error() const { return error_; }
 
  private:
+  // What the file said is quoted in `what`: its control characters are escaped (a message must not
+  // change the terminal, nor end at a NUL byte).
   bool fail(const std::string& what) {
-    error_ = "line " + std::to_string(line_) + ": " + what;
+    error_ = "line " + std::to_string(line_) + ": " + printableText(what);
     return false;
   }
 
@@ -234,9 +256,14 @@ class Reader {
     return fail(std::string(column) + " '" + s + "' is not a GPU index (0-" + std::to_string(kMaxGpuIndex) + ")");
   }
 
-  bool number(std::string_view field, std::string_view value, double* out) {
-    if (parseNumber(value, out)) return true;
-    return fail(std::string(field) + ": '" + std::string(value) + "' is not a number");
+  bool number(std::string_view field, std::string_view value, Quantity quantity, double* out) {
+    if (!parseNumber(value, out)) return fail(std::string(field) + ": '" + std::string(value) + "' is not a number");
+    if (std::isnan(*out)) return true;  // empty: not measured
+    const bool bandwidth = quantity == Quantity::Bandwidth;
+    const double max = bandwidth ? kMaxGBs : kMaxLatencyUs;
+    if (*out > 0 && *out <= max) return true;
+    return fail(std::string(field) + ": " + std::string(value) + " is not a measured " +
+                (bandwidth ? "bandwidth (above 0, at most 100000 GB/s)" : "latency (above 0, at most 3600 s)"));
   }
 
   bool support(std::string_view field, std::string_view value, Support* out) {
@@ -271,10 +298,11 @@ class Reader {
     if (field == "loopback") {
       if (value != "true" && value != "false") return fail("loopback: '" + value + "' is not true or false");
       out_->loopback = value == "true";
+      loopbackLine_ = line_;
       return true;
     }
     if (field == "topologySource") {
-      out_->topologySource = value;
+      out_->topologySource = printableText(value);
       return true;
     }
     return unknownField(field, "node");
@@ -282,9 +310,9 @@ class Reader {
 
   bool gpu(HealthGpu& g, const std::string& field, const std::string& value) {
     if (field == "busId") {
-      g.busId = value;
+      g.busId = printableText(value);
     } else if (field == "name") {
-      g.name = value;
+      g.name = printableText(value);
     } else if (field == "cc") {
       if (value.empty()) {
         g.cc = {};
@@ -294,7 +322,7 @@ class Reader {
         return fail("cc: '" + value + "': " + kCapabilityForms);
       }
     } else if (field == "hostCopyGBs") {
-      return number(field, value, &g.hostCopyGBs);
+      return number(field, value, Quantity::Bandwidth, &g.hostCopyGBs);
     } else {
       return unknownField(field, "gpu");
     }
@@ -319,13 +347,13 @@ class Reader {
     if (field == "writeCheck") return pattern(field, value, &p.writeCheck);
     if (field == "readCheck") return pattern(field, value, &p.readCheck);
     if (field == "detail") {
-      p.detail = value;
+      p.detail = printableText(value);
       return true;
     }
-    if (field == "writeLatencyUs") return number(field, value, &p.writeLatencyUs);
-    if (field == "readLatencyUs") return number(field, value, &p.readLatencyUs);
-    if (field == "writeGBs") return number(field, value, &p.writeGBs);
-    if (field == "readGBs") return number(field, value, &p.readGBs);
+    if (field == "writeLatencyUs") return number(field, value, Quantity::Latency, &p.writeLatencyUs);
+    if (field == "readLatencyUs") return number(field, value, Quantity::Latency, &p.readLatencyUs);
+    if (field == "writeGBs") return number(field, value, Quantity::Bandwidth, &p.writeGBs);
+    if (field == "readGBs") return number(field, value, Quantity::Bandwidth, &p.readGBs);
     return unknownField(field, "pair");
   }
 
@@ -333,7 +361,7 @@ class Reader {
     if (field == "check" || field == "detail") {
       if (!position.empty()) return fail("an all record's " + field + " leaves gpu_a empty");
       if (field == "detail") {
-        out_->allAtOnce.detail = value;
+        out_->allAtOnce.detail = printableText(value);
         return true;
       }
       return pattern(field, value, &out_->allAtOnce.check);
@@ -345,7 +373,7 @@ class Reader {
                   ")");
     }
     double v = NAN;
-    if (!number(field, value, &v)) return false;
+    if (!number(field, value, Quantity::Bandwidth, &v)) return false;
     (field == "writeGBsPerGpu" ? allWrite_ : allRead_)[at] = {v, line_};
     return true;
   }
@@ -386,6 +414,7 @@ class Reader {
 
   HealthMeasurements* out_;
   int line_ = 0;
+  int loopbackLine_ = 0;
   std::string error_;
   std::set<std::string> seen_;
   std::map<int, size_t> gpuPosition_;

@@ -53,8 +53,10 @@ HealthArgsResult parseHealthArgs(const std::vector<std::string>& args) {
       o.timeoutSec = static_cast<int>(s);
     } else if (a == "--csv") {
       if (!value(o.csv)) return r;
+      if (o.csv.empty()) r.error = "--csv needs a file name";
     } else if (a == "--judge") {
       if (!value(o.judge)) return r;
+      if (o.judge.empty()) r.error = "--judge needs a file name (an empty one would start a measurement)";
     } else {
       r.error = unknownOptionMessage("symmem-health", a);
     }

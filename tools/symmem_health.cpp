@@ -8,11 +8,11 @@
 // (tools/health_probe.h), and the judging is a pure function of the numbers
 // (tools/health_rules.h), which --judge applies to numbers recorded earlier.
 #include <cstdio>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include "core/bounded_file.h"
+#include "core/printable_text.h"
 #include "plugin/process.h"
 #include "tools/health_csv.h"
 #include "tools/health_plan.h"
@@ -33,11 +33,8 @@ int judgeAndPrint(const HealthMeasurements& m, const HealthOptions& o) {
   std::printf("%s\n%s", healthTable(m).c_str(), verdictText(verdict).c_str());
   std::fflush(stdout);
   if (!o.csv.empty()) {
-    std::ofstream out(o.csv);
-    out << healthCsv(m);
-    out.close();
-    if (!out) {
-      std::fprintf(stderr, "symmem-health: cannot write %s\n", o.csv.c_str());
+    if (const std::string e = writeFileByRename(o.csv, healthCsv(m)); !e.empty()) {
+      std::fprintf(stderr, "symmem-health: %s\n", e.c_str());
       return kCouldNotRun;
     }
     std::fprintf(stderr, "symmem-health: wrote %s\n", o.csv.c_str());
@@ -48,17 +45,18 @@ int judgeAndPrint(const HealthMeasurements& m, const HealthOptions& o) {
 int judgeRecorded(const HealthOptions& o) {
   constexpr size_t kMaxBytes = size_t{4} << 20;
   const BoundedFileText file = readBoundedFile(o.judge, kMaxBytes);
+  const std::string name = printableText(o.judge);
   if (!file.ok()) {
-    std::fprintf(stderr, "symmem-health: cannot read %s\n", file.error.c_str());
+    std::fprintf(stderr, "symmem-health: cannot read %s\n", printableText(file.error).c_str());
     return kUsage;
   }
   HealthMeasurements m;
   std::string error;
   if (!parseHealthCsv(file.text, &m, &error)) {
-    std::fprintf(stderr, "symmem-health: %s: %s\n", o.judge.c_str(), error.c_str());
+    std::fprintf(stderr, "symmem-health: %s: %s\n", name.c_str(), error.c_str());
     return kUsage;
   }
-  std::printf("symmem-health: judging the measurements recorded in %s\n", o.judge.c_str());
+  std::printf("symmem-health: judging the measurements recorded in %s\n", name.c_str());
   return judgeAndPrint(m, o);
 }
 
@@ -89,8 +87,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", plan.error.c_str());
     if (plan.exitCode == 3 && !o.csv.empty()) {
       // An empty node is a result too: symmem-report shows it.
-      std::ofstream out(o.csv);
-      out << healthCsv(plan.skeleton);
+      if (const std::string e = writeFileByRename(o.csv, healthCsv(plan.skeleton)); !e.empty())
+        std::fprintf(stderr, "symmem-health: %s\n", e.c_str());
     }
     return plan.exitCode;
   }
