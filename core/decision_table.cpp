@@ -258,6 +258,7 @@ DecisionTable tableFor(const Settings& settings) {
     return t;
   }
   applyTableFile(file, t);
+  for (const std::string& note : file.notes) SYMMEM_INFO(kLogTuning | kLogInit, "%s", note.c_str());
   SYMMEM_INFO(kLogTuning | kLogInit, "decision table %s: %zu entries override the built-in ones", path.c_str(),
               file.entries.size());
   return t;

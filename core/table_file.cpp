@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "core/bounded_file.h"
+#include "core/printable_text.h"
 #include "core/settings.h"
 #include "core/symmetric_limits.h"
 
@@ -24,6 +25,7 @@ namespace {
 constexpr uint64_t kMaxBandBytes = 1ull << 32;  // 4 GiB: a band's upto beyond this is a typo
 constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
 constexpr int kMaxChannels = 64;
+constexpr std::string_view kFormatWritten = "2";  // what formatTable writes: with the end line
 
 // Thresholds::source is a plain pointer; file-derived sources live for the whole process.
 const char* intern(const std::string& s) {
@@ -97,8 +99,9 @@ struct LineParser {
   int lineNo = 0;
   std::string error;
 
+  // `what` quotes the file's words: control characters are escaped for the log and the terminal.
   bool fail(const std::string& what) {
-    error = std::string(fileName) + ":" + std::to_string(lineNo) + ": " + what;
+    error = std::string(fileName) + ":" + std::to_string(lineNo) + ": " + printableText(what);
     return false;
   }
 
@@ -211,6 +214,8 @@ TableFileResult parseTableText(std::string_view text, std::string_view fileName)
   TableFileResult result;
   LineParser p{fileName, 0, {}};
   bool sawHeader = false;
+  bool endLine = false;       // the end line was read: only blank lines and comments may follow
+  bool needsEndLine = false;  // format 2
   std::map<BandKey, int> bandLines;
   std::set<size_t> symEntries;  // indexes of the entries that sym lines made
   // Some editors start a UTF-8 file with a byte-order mark; it says nothing about the table.
@@ -238,19 +243,30 @@ TableFileResult parseTableText(std::string_view text, std::string_view fileName)
 
     if (!sawHeader) {
       if (words.size() != 2 || words[0] != "symmem-table") {
-        p.fail("expected the header 'symmem-table 1'");
+        p.fail("expected the header 'symmem-table 2' (or 1)");
         return failWith(result);
       }
-      if (words[1] != "1") {
-        p.fail("unsupported table format version '" + std::string(words[1]) + "' (this build reads 1)");
+      if (words[1] != "1" && words[1] != kFormatWritten) {
+        p.fail("unsupported table format version '" + std::string(words[1]) + "' (this build reads 1 and 2)");
         return failWith(result);
       }
+      needsEndLine = words[1] == kFormatWritten;
       sawHeader = true;
       continue;
     }
+    if (endLine) {
+      p.fail("'" + std::string(words[0]) + "' after the end line (the end line is the file's last)");
+      return failWith(result);
+    }
 
     const std::string keyword = lower(words[0]);
-    if (keyword == "meta") {
+    if (keyword == "end") {
+      if (words.size() != 1) {
+        p.fail("the end line is the word 'end' alone");
+        return failWith(result);
+      }
+      endLine = true;
+    } else if (keyword == "meta") {
       std::string_view rest = line.substr(line.find(words[0]) + words[0].size());
       while (!rest.empty() && std::isspace(static_cast<unsigned char>(rest.front()))) rest.remove_prefix(1);
       while (!rest.empty() && std::isspace(static_cast<unsigned char>(rest.back()))) rest.remove_suffix(1);
@@ -413,9 +429,17 @@ TableFileResult parseTableText(std::string_view text, std::string_view fileName)
   }
   if (!sawHeader) {
     p.lineNo = std::max(p.lineNo, 1);
-    p.fail(text.empty() ? "empty file (expected the header 'symmem-table 1')" : "no header 'symmem-table 1'");
+    p.fail(text.empty() ? "empty file (expected the header 'symmem-table 2')" : "no header 'symmem-table 2'");
     return failWith(result);
   }
+  if (needsEndLine && !endLine) {
+    p.fail("no end line: the file is cut short (a format 2 table ends with the line 'end')");
+    return failWith(result);
+  }
+  if (!endLine)
+    result.notes.push_back(std::string(fileName) +
+                           ": format 1, without an end line: a copy cut short could not be told from the whole "
+                           "file (symmem-tune writes format 2)");
   return result;
 }
 
@@ -425,8 +449,12 @@ TableFileResult readTableFile(const std::string& path) {
   BoundedFileText file = readBoundedFile(path, kTableFileMaxBytes);
   if (!file.ok()) {
     TableFileResult r;
-    r.error = file.failure == BoundedFileText::Failure::CannotOpen ? path + ": cannot open the table file"
-                                                                   : std::move(file.error);
+    // With the reason, as SYMMEM_TOPO_FILE's: "No such file or directory", "Permission denied".
+    const size_t reason = file.error.rfind(": cannot open: ");
+    r.error = file.failure == BoundedFileText::Failure::CannotOpen
+                  ? path + ": cannot open the table file" +
+                        (reason == std::string::npos ? std::string() : ": " + file.error.substr(reason + 15))
+                  : std::move(file.error);
     return r;
   }
   return parseTableText(file.text, path);
@@ -439,7 +467,7 @@ void applyTableFile(const TableFileResult& file, DecisionTable& table) {
 
 std::string formatTable(const std::vector<Thresholds>& entries, const std::vector<std::string>& meta) {
   std::ostringstream out;
-  out << "symmem-table 1\n";
+  out << "symmem-table " << kFormatWritten << "\n";
   for (const std::string& m : meta) out << "meta " << m << "\n";
   for (const Thresholds& t : entries) {
     const std::string key = keyText(t.cc, t.link, t.nRanks);
@@ -464,6 +492,7 @@ std::string formatTable(const std::vector<Thresholds>& entries, const std::vecto
           << "\n";
     }
   }
+  out << "end\n";
   return out.str();
 }
 

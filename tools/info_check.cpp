@@ -1,10 +1,33 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tools/info_check.h"
 
+#include <dlfcn.h>
+
+#include "core/printable_text.h"
 #include "core/table_file.h"
 #include "tools/info_topology.h"
 
 namespace symmem {
+
+namespace {
+
+// SYMMEM_DISASSEMBLER names a library the plugin loads for its code hooks; one it cannot load, or one
+// that is not Zydis, leaves the hooks off (the plugin then says so at its first communicator).
+std::string disassemblerProblem(const std::string& library) {
+  void* handle = dlopen(library.c_str(), RTLD_LAZY | RTLD_LOCAL);
+  const std::string name = "SYMMEM_DISASSEMBLER='" + printableText(library) + "'";
+  if (handle == nullptr) {
+    const char* why = dlerror();
+    return name + " cannot be loaded: " + printableText(why != nullptr ? why : "unknown error") +
+           " (the code hooks would be off)";
+  }
+  const bool zydis =
+      dlsym(handle, "ZydisDecoderInit") != nullptr && dlsym(handle, "ZydisDecoderDecodeInstruction") != nullptr;
+  dlclose(handle);
+  return zydis ? std::string() : name + " is not a Zydis library (no ZydisDecoderInit): the code hooks would be off";
+}
+
+}  // namespace
 
 std::vector<std::string> configurationProblems(const CheckInputs& in) {
   std::vector<std::string> problems;
@@ -16,6 +39,11 @@ std::vector<std::string> configurationProblems(const CheckInputs& in) {
                            "' is used)");
     }
   problems.insert(problems.end(), in.unknownNames.begin(), in.unknownNames.end());
+  if (in.settings != nullptr) {
+    const std::string& library = in.settings->text(SettingId::Disassembler);
+    if (!library.empty())
+      if (const std::string why = disassemblerProblem(library); !why.empty()) problems.push_back(why);
+  }
   if (!in.tablePath.empty()) {
     const TableFileResult table = readTableFile(in.tablePath);
     if (!table.ok()) problems.push_back(table.error);

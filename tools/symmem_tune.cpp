@@ -99,13 +99,6 @@ struct RankSetRun {
   TuneRankReport* report = nullptr;
 };
 
-bool writeFile(const std::string& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-  out.close();
-  return static_cast<bool>(out);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -138,6 +131,11 @@ int main(int argc, char** argv) {
   }
   if (const std::string why = o.csv.empty() ? "" : tuneOutputProblem(o.csv); !o.planOnly && !why.empty()) {
     std::fprintf(stderr, "symmem-tune: cannot write --csv %s: %s\n", o.csv.c_str(), why.c_str());
+    return 2;
+  }
+  // Two spellings of one file ("./x.txt", "x.txt", a link): the table would replace the CSV.
+  if (!o.csv.empty() && sameOutputFile(o.csv, o.out)) {
+    std::fprintf(stderr, "symmem-tune: --csv %s and --out %s are the same file\n", o.csv.c_str(), o.out.c_str());
     return 2;
   }
 
@@ -307,8 +305,8 @@ int main(int argc, char** argv) {
   }
   // The data first: it is worth keeping even when the table cannot be written.
   if (!o.csv.empty()) {
-    if (!writeFile(o.csv, tuneCsvText(tuned, provenance.capability))) {
-      std::fprintf(stderr, "symmem-tune: cannot write %s\n", o.csv.c_str());
+    if (const std::string e = writeFileByRename(o.csv, tuneCsvText(tuned, provenance.capability)); !e.empty()) {
+      std::fprintf(stderr, "symmem-tune: %s\n", e.c_str());
       return 1;
     }
     std::printf("\nwrote %s (every median, one row per world, size and path)\n", o.csv.c_str());
@@ -329,8 +327,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "symmem-tune: %s\n", error.c_str());
     return 5;
   }
-  if (!writeFile(o.out, text)) {
-    std::fprintf(stderr, "symmem-tune: cannot write %s\n", o.out.c_str());
+  if (const std::string e = writeFileByRename(o.out, text); !e.empty()) {
+    std::fprintf(stderr, "symmem-tune: %s\n", e.c_str());
     return 1;
   }
   std::printf("\nwrote %s:\n", o.out.c_str());
