@@ -2,6 +2,8 @@
 #include "core/log.h"
 #include "core/settings.h"
 
+#include <pthread.h>
+
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -14,8 +16,36 @@ namespace symmem {
 
 namespace {
 std::atomic<NcclLoggerFn> gNcclLogger{nullptr};
-std::mutex gSinkMutex;
-LogSink gSink;
+
+// What logging keeps between calls. Never destroyed: NCCL's and the application's exit handlers
+// still log through the plugin after static destructors have run. Its locks are never inherited held
+// by a forked child.
+struct LogState {
+  std::mutex sinkMutex;
+  LogSink sink;
+  std::mutex onceMutex;
+  std::set<std::string> warnedOnce;
+};
+LogState& logState() {
+  static LogState* const s = [] {
+    auto* state = new LogState;
+    pthread_atfork(
+        [] {
+          logState().sinkMutex.lock();
+          logState().onceMutex.lock();
+        },
+        [] {
+          logState().onceMutex.unlock();
+          logState().sinkMutex.unlock();
+        },
+        [] {
+          logState().onceMutex.unlock();
+          logState().sinkMutex.unlock();
+        });
+    return state;
+  }();
+  return *s;
+}
 
 LogLevel stderrLevel() {
   static const LogLevel level = [] {
@@ -51,8 +81,9 @@ void emit(LogLevel level, unsigned long subsys, const char* file, int line, cons
   const std::string formatted = format(fmt, ap);
   const char* text = formatted.c_str();
   {
-    std::lock_guard<std::mutex> lock(gSinkMutex);
-    if (gSink) gSink(level, formatted);
+    LogState& s = logState();
+    std::lock_guard<std::mutex> lock(s.sinkMutex);
+    if (s.sink) s.sink(level, formatted);
   }
   if (NcclLoggerFn nccl = gNcclLogger.load(std::memory_order_acquire)) {
     nccl(static_cast<int>(level), subsys, file, line, "symmem: %s", text);
@@ -91,8 +122,9 @@ void setNcclLogger(NcclLoggerFn fn) {
 }
 
 void setLogSinkForTesting(LogSink sink) {
-  std::lock_guard<std::mutex> lock(gSinkMutex);
-  gSink = std::move(sink);
+  LogState& s = logState();
+  std::lock_guard<std::mutex> lock(s.sinkMutex);
+  s.sink = std::move(sink);
 }
 
 void logMessage(LogLevel level, unsigned long subsys, const char* file, int line, const char* fmt, ...) {
@@ -103,11 +135,10 @@ void logMessage(LogLevel level, unsigned long subsys, const char* file, int line
 }
 
 void logWarnOnce(const std::string& key, const char* file, int line, const char* fmt, ...) {
-  static std::mutex mutex;
-  static std::set<std::string> seen;
   {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (!seen.insert(key).second) return;
+    LogState& s = logState();
+    std::lock_guard<std::mutex> lock(s.onceMutex);
+    if (!s.warnedOnce.insert(key).second) return;
   }
   va_list ap;
   va_start(ap, fmt);

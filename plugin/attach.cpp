@@ -585,6 +585,31 @@ bool loadedObjectsChangedSinceAttach() {
   return s.haveLastCall && (now.loads != s.loadsAtAttach || now.unloads != s.unloadsAtAttach);
 }
 
+int rebindOwnCalls(const void* objectAddress, std::span<const Rebinding> rebindings) {
+  if (!kArchSupported) return 0;
+  AttachState& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  const std::vector<MappedRegion> regions = readMappedRegions();
+  int bound = 0;
+  forEachLoadedObject([&](const LoadedObject& o) {
+    if (!o.contains(objectAddress)) return;
+    forEachMatchingReloc(o, rebindings, [&](const Rela& r, size_t i) {
+      if (relocType(r) != kRelocJumpSlot) return;  // calls only: an address the object hands out stays
+      void** slot = reinterpret_cast<void**>(o.base + r.r_offset);
+      void* current = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+      void* to = rebindings[i].replacement;
+      if (current == to) {
+        ++bound;
+        return;
+      }
+      if (!writeSlot(slot, to, protectionOf(regions, o, reinterpret_cast<Addr>(slot)))) return;
+      s.written.push_back({slot, current, to, o.contains(current)});
+      ++bound;
+    });
+  });
+  return bound;
+}
+
 int undoRebindings() {
   AttachState& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);

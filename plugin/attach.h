@@ -79,6 +79,12 @@ AttachReport reattachRebindings();
 // dynamic linker keeps). Lets a caller re-run attach at a natural point, e.g. communicator creation.
 bool loadedObjectsChangedSinceAttach();
 
+// Points the PLT slots of the object holding `objectAddress` for each rebinding's symbol at its
+// `replacement`, ignoring every other rule above: after a code hook on a function an object exports,
+// its own calls to it (libnccl calls its ncclCommGetAsyncError through its PLT) can go straight to the
+// trampoline and skip the hook. Undone by undoRebindings. Returns the slots that now hold their target.
+int rebindOwnCalls(const void* objectAddress, std::span<const Rebinding> rebindings);
+
 // Puts every slot this process rewrote back to the value it held before, in objects still loaded,
 // and forgets the last call (reattachRebindings then does nothing). Meant for tests. Returns the
 // number of slots restored.

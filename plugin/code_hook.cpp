@@ -37,9 +37,9 @@ namespace {
 constexpr size_t kJumpBytes = 5;      // jmp rel32
 constexpr size_t kAbsJumpBytes = 14;  // jmp qword [rip+0]; .quad target
 constexpr size_t kRegionBytes = 4096;
-constexpr size_t kSlotBytes = 64;                   // per hook: a relay to the replacement, then the trampoline
-constexpr size_t kHeaderBytes = 4 * kSlotBytes;     // the page's owner, for another copy of this code to read
-constexpr size_t kTrampolineOffset = 16;            // within a slot; the relay is at 0
+constexpr size_t kSlotBytes = 64;                // per hook: a relay to the replacement, then the trampoline
+constexpr size_t kHeaderBytes = 4 * kSlotBytes;  // the page's owner, for another copy of this code to read
+constexpr size_t kTrampolineOffset = 16;         // within a slot; the relay is at 0
 constexpr uint8_t kEndbr64[4] = {0xf3, 0x0f, 0x1e, 0xfa};
 constexpr char kRegionMagic[16] = "code-hooks-v1";  // the first bytes of every trampoline page
 constexpr int kMaxHooks = static_cast<int>((kRegionBytes - kHeaderBytes) / kSlotBytes);

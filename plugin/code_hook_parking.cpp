@@ -27,9 +27,9 @@ constexpr int kParkSignal = SIGURG;
 constexpr int kMaxThreads = 8192;
 constexpr int kMaxMoves = 256;
 constexpr int kMaxRestorers = 8;
-constexpr int kMaxListings = 8;          // thread listings per round: threads started meanwhile get asked too
-constexpr size_t kScanBytes = 64 << 10;  // how far up a stack the handler looks for outer signal frames
-constexpr int kMaxScanStarts = 4;        // stacks per handler run (an outer frame may sit on another stack)
+constexpr int kMaxListings = 8;                    // thread listings per round: threads started meanwhile get asked too
+constexpr size_t kScanBytes = 64 << 10;            // how far up a stack the handler looks for outer signal frames
+constexpr int kMaxScanStarts = 4;                  // stacks per handler run (an outer frame may sit on another stack)
 constexpr unsigned long kSaRestorer = 0x04000000;  // the kernel's SA_RESTORER (not in glibc's headers)
 constexpr uint16_t kUserCodeSegment = 0x33;        // CS of 64-bit user code: a real saved context has it
 
@@ -54,7 +54,9 @@ struct ParkState {
 ParkState gPark;
 int gCookie;  // its address tells our requests from every other SIGURG
 
-uint64_t packAck(uint32_t round, pid_t tid) { return (static_cast<uint64_t>(round) << 32) | static_cast<uint32_t>(tid); }
+uint64_t packAck(uint32_t round, pid_t tid) {
+  return (static_cast<uint64_t>(round) << 32) | static_cast<uint32_t>(tid);
+}
 
 pid_t currentTid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
 
@@ -174,7 +176,8 @@ bool parkWhileHeld() {
 
 void onParkSignal(int sig, siginfo_t* info, void* context) {
   const int savedErrno = errno;
-  const bool ours = info && info->si_code == SI_QUEUE && info->si_pid == getpid() && info->si_value.sival_ptr == &gCookie;
+  const bool ours =
+      info && info->si_code == SI_QUEUE && info->si_pid == getpid() && info->si_value.sival_ptr == &gCookie;
   const bool parked = parkWhileHeld();
   if (ours || parked) moveContexts(static_cast<ucontext_t*>(context));
   if (!ours) {
@@ -233,7 +236,8 @@ void taskPath(char* buf, pid_t tid, const char* leaf) {
   static constexpr char kPrefix[] = "/proc/self/task/";
   char digits[16];
   int n = 0;
-  for (unsigned v = static_cast<unsigned>(tid); n == 0 || v != 0; v /= 10) digits[n++] = static_cast<char>('0' + v % 10);
+  for (unsigned v = static_cast<unsigned>(tid); n == 0 || v != 0; v /= 10)
+    digits[n++] = static_cast<char>('0' + v % 10);
   char* p = buf;
   for (const char* c = kPrefix; *c; ++c) *p++ = *c;
   while (n > 0) *p++ = digits[--n];
@@ -393,8 +397,7 @@ void Parking::absorbAcks() {
 bool Parking::relist(int& err) {
   newcomers_.clear();
   const int listErr = forEachOtherThread([&](pid_t tid) {
-    if (!find(tid) && threads_.size() + newcomers_.size() < static_cast<size_t>(kMaxThreads))
-      newcomers_.push_back(tid);
+    if (!find(tid) && threads_.size() + newcomers_.size() < static_cast<size_t>(kMaxThreads)) newcomers_.push_back(tid);
   });
   if (listErr != 0) {
     err = listErr;
@@ -502,8 +505,7 @@ bool Parking::park(std::chrono::milliseconds timeout, std::string& why) {
   }
   char name[64] = "?";
   if (readTaskFile(stuck, "comm", name, sizeof(name)) > 0) name[std::strcspn(name, "\n")] = '\0';
-  why = "thread " + std::to_string(stuck) + " (" + name + ") neither parked within " +
-        std::to_string(timeout.count()) +
+  why = "thread " + std::to_string(stuck) + " (" + name + ") neither parked within " + std::to_string(timeout.count()) +
         " ms nor is in a system call (it may block SIGURG, or be starved of CPU), so it could be running the bytes "
         "to rewrite";
   return false;

@@ -197,6 +197,7 @@ ncclResult_t Interposer::commRevoke(ncclComm_t comm, int flags) {
 }
 
 ncclResult_t Interposer::commGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
+  SYMMEM_TRACE(kLogColl, "async error query, comm %p", static_cast<void*>(comm));
   const ncclResult_t r = nccl_.commGetAsyncError(comm, asyncError);
   if (r != ncclSuccess || asyncError == nullptr || *asyncError != ncclSuccess) return r;
   std::shared_ptr<CommState> state = find(comm);

@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <shared_mutex>
 #include <string>
@@ -61,6 +62,13 @@ class Interposer {
   ncclResult_t groupEnd();
 
   size_t liveCommunicators() const;
+  // Around fork (pthread_atfork): a child must not inherit the communicator table's lock held by a
+  // thread it does not have. The plugin's one interposer registers them (plugin/process.cpp).
+  void lockForFork() { mutex_.lock(); }
+  void unlockAfterFork() { mutex_.unlock(); }
+  // In the child the lock is made anew: glibc's rwlock knows its writer by thread id, which the
+  // child's one thread no longer has, so an unlock there would not release it.
+  void renewAfterFork() { new (&mutex_) std::shared_mutex; }
   const RealNccl& nccl() const { return nccl_; }
 
  private:

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "plugin/process.h"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -10,6 +11,7 @@
 #include "core/log.h"
 #include "core/setting_names.h"
 #include "plugin/interposer.h"
+#include "plugin/table_in_force.h"
 #include "topology/discover.h"
 
 namespace symmem {
@@ -28,7 +30,7 @@ Settings readEnvironment() {
 Process::Process()
     : settings_(readEnvironment()),
       topology_(discoverThisNode(settings_.text(SettingId::TopoFile))),
-      table_(tableFor(settings_)) {
+      table_(tableInForce(settings_, topology_, thisDriverMajor()).table) {
   context_.policy = policyFrom(settings_);
   context_.node = summarizeNode(topology_, settings_);
   context_.table = &table_;
@@ -55,6 +57,10 @@ Interposer& Process::interposer() {
         std::make_unique<Interposer>(real, context_, [this, &real](ncclComm_t comm, int rank, int nRanks, int device) {
           return setUpSymmetricComm(real, context_, comm, rank, nRanks, device);
         });
+    // A forked child calls NCCL through the hooks too: the lock it needs is never inherited held.
+    pthread_atfork([] { Process::get().interposer_->lockForFork(); },
+                   [] { Process::get().interposer_->unlockAfterFork(); },
+                   [] { Process::get().interposer_->renewAfterFork(); });
   });
   return *interposer_;
 }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <climits>
 #include <cstring>
 #include <new>
 #include <string>
@@ -13,10 +14,16 @@
 
 namespace symmem {
 
+// NCCL's counts are size_t; a count no int holds is not a communicator this plugin can reason about.
+bool countsFit(size_t nRanks, size_t nNodes) {
+  return nRanks <= static_cast<size_t>(INT_MAX) && nNodes <= static_cast<size_t>(INT_MAX);
+}
+
 TunerComm makeTunerComm(const ProcessContext& process, uint64_t commId, size_t nRanks, size_t nNodes) {
   TunerComm comm;
   comm.commId = commId;
   comm.policy = process.policy;
+  if (!countsFit(nRanks, nNodes)) return comm;  // inactive: NCCL's choices stay
   comm.facts.nRanks = static_cast<int>(nRanks);
   comm.facts.nNodes = static_cast<int>(nNodes);
   comm.facts.cc = process.node.mixedCapabilities ? ComputeCapability{} : process.node.cc;
@@ -115,13 +122,14 @@ abi::Result init(void** ctx, uint64_t commId, size_t nRanks, size_t nNodes, abi:
     auto* comm = new (std::nothrow) TunerComm(makeTunerComm(process, commId, nRanks, nNodes));
     if (comm == nullptr) return abi::kSuccess;
     *ctx = comm;
-    const char* why = !process.policy.enabled  ? "disabled by SYMMEM_ENABLE=0"
-                      : !process.policy.tuner  ? "NCCL bands off by SYMMEM_TUNER=0"
-                      : nNodes != 1            ? "multi-node: NCCL untouched"
-                      : nRanks < 2             ? "single rank: NCCL untouched"
-                      : comm->entry == nullptr ? "no table entry: NCCL untouched"
-                      : comm->active           ? "applying NCCL bands"
-                                               : "no NCCL bands: NCCL's choices kept";
+    const char* why = !countsFit(nRanks, nNodes) ? "rank or node count out of range: NCCL untouched"
+                      : !process.policy.enabled  ? "disabled by SYMMEM_ENABLE=0"
+                      : !process.policy.tuner    ? "NCCL bands off by SYMMEM_TUNER=0"
+                      : nNodes != 1              ? "multi-node: NCCL untouched"
+                      : nRanks < 2               ? "single rank: NCCL untouched"
+                      : comm->entry == nullptr   ? "no table entry: NCCL untouched"
+                      : comm->active             ? "applying NCCL bands"
+                                                 : "no NCCL bands: NCCL's choices kept";
     SYMMEM_INFO(kLogTuning | kLogInit,
                 "nccl-symmem %s tuner: comm 0x%llx nRanks %zu nNodes %zu; node: %s; entry: %s; %s",
                 SYMMEM_VERSION_STRING, static_cast<unsigned long long>(commId), nRanks, nNodes,

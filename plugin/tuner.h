@@ -10,6 +10,9 @@
 
 namespace symmem {
 
+// The name in every ncclTunerPlugin_vN object (NCCL logs it), which also tells a copy of this plugin.
+inline constexpr const char kPluginName[] = "symmem";
+
 // Per-communicator state: small, built from the process context at init.
 struct TunerComm {
   uint64_t commId = 0;

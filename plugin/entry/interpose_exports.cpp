@@ -4,8 +4,11 @@
 // define still resolves), or attached. Each forwards to the interposer, which forwards to NCCL's
 // pnccl aliases for everything it does not take.
 #include <dlfcn.h>
+#include <link.h>
 #include <nccl.h>
 
+#include <algorithm>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -19,6 +22,7 @@
 #include "plugin/process.h"
 #include "plugin/self_pin.h"
 #include "plugin/tuner.h"
+#include "symmem/version.h"
 
 #define SYMMEM_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -77,34 +81,76 @@ std::vector<EntryPoint> optionalEntryPoints(const symmem::RealNccl& real) {
   return {{"ncclCommGetAsyncError", fn(&ncclCommGetAsyncError), fn(real.commGetAsyncError)}};
 }
 
-// Code hooks on libnccl's own functions: every caller reaches the plugin, whatever pointer it holds.
-bool hookEntryPoints(const std::vector<EntryPoint>& points, const symmem::Settings& settings, bool optional = false) {
+// The plugin as it names itself in the trampoline page, so that another copy can tell whose hooks
+// it finds: "nccl-symmem 0.1.0 (/path/libnccl-tuner-symmem.so)".
+std::string ownerName() {
+  Dl_info info{};
+  const char* path = dladdr(fn(&ncclAllReduce), &info) && info.dli_fname ? info.dli_fname : "?";
+  return std::string("nccl-symmem ") + SYMMEM_VERSION_STRING + " (" + path + ")";
+}
+
+// Called while other threads are parked: atomic stores only.
+void retargetForwarding(void* from, void* to) { symmem::forwardThrough(Process::get().nccl(), from, to); }
+
+// NCCL calls some of its own entry points through its PLT (ncclCommGetAsyncError from every
+// enqueue's readiness check): those calls go straight to the trampolines, so NCCL's own work never
+// passes through the plugin, under both of each function's names.
+void keepNcclsOwnCallsOffTheHooks(const std::vector<symmem::InstalledHook>& hooks) {
+  std::vector<std::string> names;
+  names.reserve(hooks.size() * 2);
+  std::vector<Rebinding> rebindings;
+  for (const symmem::InstalledHook& h : hooks) {
+    names.push_back(h.name);
+    names.push_back("p" + h.name);
+  }
+  for (size_t i = 0; i < names.size(); ++i) rebindings.push_back({names[i].c_str(), hooks[i / 2].original, nullptr});
+  if (!hooks.empty()) {
+    const int slots = symmem::rebindOwnCalls(hooks[0].target, rebindings);
+    SYMMEM_INFO(symmem::kLogInit, "%d of libnccl's own calls to hooked entry points go straight to NCCL", slots);
+  }
+}
+
+enum class HookOutcome { Hooked, Refused, AnotherCopyHooked };
+
+// Code hooks on libnccl's own functions, required and optional ones in one round: every caller
+// reaches the plugin, whatever pointer it holds.
+HookOutcome hookEntryPoints(const std::vector<EntryPoint>& required, const std::vector<EntryPoint>& optional,
+                            const symmem::Settings& settings) {
   std::vector<CodeHook> hooks;
-  for (const EntryPoint& p : points) hooks.push_back({p.name, p.real, p.ours});
+  for (const EntryPoint& p : required) hooks.push_back({p.name, p.real, p.ours});
+  for (const EntryPoint& p : optional) hooks.push_back({p.name, p.real, p.ours, /*optional=*/true});
   symmem::CodeHookOptions options;
   options.disassembler = settings.text(symmem::SettingId::Disassembler);
-  // The interposer forwards through the trampolines.
-  options.beforeWrite = [](void* function, void* original) {
-    symmem::forwardThrough(Process::get().nccl(), function, original);
-  };
+  options.owner = ownerName();
+  options.retarget = &retargetForwarding;  // the interposer forwards through the trampolines
   const symmem::CodeHookReport report = symmem::installCodeHooks(hooks, options);
-  if (!report.installed) {
+  if (!report.installed && !report.otherOwner.empty()) {
     SYMMEM_INFO(symmem::kLogInit,
-                optional ? "optional code hook not used: %s" : "code hooks not used: %s; falling back to GOT attach",
-                report.refusal.c_str());
-    return false;
+                "another copy of the plugin already hooks libnccl (%s): this copy (%s) only tunes; load one copy "
+                "(the same path in NCCL_TUNER_PLUGIN and LD_PRELOAD) to avoid two",
+                report.otherOwner.c_str(), options.owner.c_str());
+    return HookOutcome::AnotherCopyHooked;
+  }
+  if (!report.installed) {
+    SYMMEM_WARN(
+        "code hooks not used: %s; falling back to GOT attach, which dynamically linked callers (nccl-tests, "
+        "PyTorch) go through but ctypes clients (vLLM's and SGLang's pynccl) do not: their all-reduces stay on "
+        "NCCL (docs/troubleshooting.md, \"Code hooks not used\")",
+        report.refusal.c_str());
+    return HookOutcome::Refused;
   }
   std::string moved;
   for (const symmem::InstalledHook& h : report.hooks) moved += (moved.empty() ? "" : "; ") + h.name + ": " + h.moved;
-  if (optional) {
-    SYMMEM_INFO(symmem::kLogInit, "hooked the optional entry point(s) too [%s]", moved.c_str());
-    return true;
-  }
   SYMMEM_INFO(symmem::kLogInit,
-              "hooked %zu libnccl entry points (%d other threads parked, %d moved): every caller of them now "
-              "reaches the plugin [%s]",
-              report.hooks.size(), report.threadsParked, report.threadsMoved, moved.c_str());
-  return true;
+              "hooked %zu libnccl entry points (%d other threads parked, %d in system calls, %d moved): every caller "
+              "of them now reaches the plugin [%s]",
+              report.hooks.size(), report.threadsParked, report.threadsInSystemCall, report.threadsMoved,
+              moved.c_str());
+  for (const std::string& s : report.skipped)
+    SYMMEM_INFO(symmem::kLogInit, "optional code hook not used: %s", s.c_str());
+  for (const std::string& n : report.notes) SYMMEM_WARN("code hooks: %s", n.c_str());
+  keepNcclsOwnCallsOffTheHooks(report.hooks);
+  return HookOutcome::Hooked;
 }
 
 // GOT attach: the process's references to the entry points (what dynamically linked callers such as
@@ -124,16 +170,69 @@ std::string objectName(void* address) {
   return address && dladdr(address, &info) && info.dli_fname ? info.dli_fname : "unknown";
 }
 
-// The pncclAllReduce of the NCCL whose code holds `address` (NCCL's logger), or null when that object
-// is not an NCCL (a test's logger, none at all).
-void* ncclAllReduceOf(void* address) {
-  Dl_info info{};
-  if (!address || !dladdr(address, &info) || !info.dli_fname) return nullptr;
-  void* handle = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+// The pncclAllReduce of the loaded object `object` (or of its dependencies), or null when neither is an
+// NCCL (a test's logger, none at all).
+void* ncclAllReduceOf(const std::string& object) {
+  void* handle = object == "unknown" ? nullptr : dlopen(object.c_str(), RTLD_LAZY | RTLD_NOLOAD);
   if (!handle) return nullptr;
   void* f = dlsym(handle, "pncclAllReduce");
   dlclose(handle);
   return f;
+}
+
+// The distinct NCCLs loaded in the process (pncclAllReduce of each object, which dlsym on a handle
+// also finds through the object's dependencies: counted by address).
+int ncclCopiesLoaded() {
+  std::vector<std::string> objects;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        if (info->dlpi_name && *info->dlpi_name)
+          static_cast<std::vector<std::string>*>(data)->push_back(info->dlpi_name);
+        return 0;
+      },
+      &objects);
+  std::vector<void*> copies;
+  for (const std::string& path : objects) {  // dlopen cannot run inside dl_iterate_phdr
+    void* f = ncclAllReduceOf(path);
+    if (f && std::find(copies.begin(), copies.end(), f) == copies.end()) copies.push_back(f);
+  }
+  return static_cast<int>(copies.size());
+}
+
+// Another copy of this plugin whose ncclAllReduce is the process's global definition (preloaded, or
+// loaded RTLD_GLOBAL from another path): it interposes every dynamically linked caller already, and
+// hooks of this copy under it would put each call through two interposers. Its path, or "".
+std::string globalCopyOfThePlugin() {
+  void* global = dlsym(RTLD_DEFAULT, "ncclAllReduce");
+  Dl_info info{};
+  if (!global || global == fn(&ncclAllReduce) || !dladdr(global, &info) || !info.dli_fname) return "";
+  void* handle = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+  if (!handle) return "";
+  const auto* tuner = static_cast<const symmem::abi::TunerV5*>(dlsym(handle, "ncclTunerPlugin_v5"));
+  const bool copy = tuner && tuner->name && std::strcmp(tuner->name, symmem::kPluginName) == 0;
+  dlclose(handle);
+  return copy ? info.dli_fname : "";
+}
+
+// Which NCCL loaded the plugin, and whether it is the one the plugin forwards to. "" when it is.
+std::string wrongNccl(const symmem::RealNccl& real) {
+  // Two NCCL copies in one process (a ctypes client pointed at another libnccl than torch's, say): the
+  // plugin forwards to the libnccl.so.2 it was linked against, which must be the one that loaded it
+  // as its tuner (NCCL's logger lives there). Otherwise hooking or rebinding would pair one NCCL's
+  // communicators with the other's functions.
+  const std::string logger = objectName(fn(symmem::ncclLogger()));
+  void* loadingNccl = ncclAllReduceOf(logger);
+  if (loadingNccl && loadingNccl != fn(real.allReduce))
+    return "the NCCL that loaded the plugin (" + logger + ") is not the libnccl.so.2 it forwards to (" +
+           objectName(fn(real.allReduce)) + ")";
+  // A logger that names no NCCL (a test's, a wrapper's) proves nothing: then one NCCL must be loaded.
+  if (!loadingNccl) {
+    const int copies = ncclCopiesLoaded();
+    if (copies > 1)
+      return std::to_string(copies) + " NCCL copies are loaded and the logger NCCL gave the plugin (in " + logger +
+             ") does not say which one loaded it";
+  }
+  return "";
 }
 
 // At every tuner init: NCCL loaded us only as its tuner, so the application's calls still lead to
@@ -164,16 +263,15 @@ void attachOnce() {
     SYMMEM_WARN("attach skipped: the NCCL functions to forward to could not be found");
     return;
   }
-  // Two NCCL copies in one process (a ctypes client pointed at another libnccl than torch's, say): the
-  // plugin forwards to the libnccl.so.2 it was linked against, which must be the one that loaded it
-  // as its tuner (NCCL's logger lives there). Otherwise hooking or rebinding would pair one NCCL's
-  // communicators with the other's functions.
-  void* loadingNccl = ncclAllReduceOf(fn(symmem::ncclLogger()));
-  if (loadingNccl && loadingNccl != fn(real.allReduce)) {
-    SYMMEM_WARN(
-        "attach skipped: the NCCL that loaded the plugin (%s) is not the libnccl.so.2 it forwards to (%s); "
-        "all-reduces stay on NCCL",
-        objectName(fn(symmem::ncclLogger())).c_str(), objectName(fn(real.allReduce)).c_str());
+  if (const std::string wrong = wrongNccl(real); !wrong.empty()) {
+    SYMMEM_WARN("attach skipped: %s; all-reduces stay on NCCL", wrong.c_str());
+    return;
+  }
+  if (const std::string other = globalCopyOfThePlugin(); !other.empty()) {
+    SYMMEM_INFO(symmem::kLogInit,
+                "another copy of the plugin (%s) interposes NCCL for the whole process: this copy (%s) only tunes; "
+                "load one copy (the same path in NCCL_TUNER_PLUGIN and LD_PRELOAD) to avoid two",
+                other.c_str(), objectName(fn(&attachOnce)).c_str());
     return;
   }
   // Pinned before anything points into the plugin: NCCL dlcloses its tuner after the last
@@ -185,15 +283,22 @@ void attachOnce() {
   }
   SYMMEM_INFO(symmem::kLogInit, "%s stays loaded for the life of the process (RTLD_NODELETE)", self.c_str());
   const std::vector<EntryPoint> points = entryPoints(real);
+  const std::vector<EntryPoint> optional = optionalEntryPoints(real);
   if (!settings.flag(symmem::SettingId::Hooks)) {
     SYMMEM_INFO(symmem::kLogInit, "code hooks off (SYMMEM_HOOKS=0): GOT attach only");
-  } else if (hookEntryPoints(points, settings)) {
-    hooked = true;
-    hookEntryPoints(optionalEntryPoints(real), settings, /*optional=*/true);
-    return;
+  } else {
+    switch (hookEntryPoints(points, optional, settings)) {
+      case HookOutcome::Hooked:
+        hooked = true;
+        return;
+      case HookOutcome::AnotherCopyHooked:
+        return;
+      case HookOutcome::Refused:
+        break;
+    }
   }
   std::vector<EntryPoint> all = points;
-  for (const EntryPoint& p : optionalEntryPoints(real)) all.push_back(p);
+  all.insert(all.end(), optional.begin(), optional.end());
   rebindEntryPoints(all);
 }
 

@@ -16,7 +16,7 @@ using Seven = long (*)(long, long, long, long, long, long, long);
 Seven gOriginal = nullptr;
 
 long replacement(long a, long b, long c, long d, long e, long f, long g) { return gOriginal(a, b, c, d, e, f, g); }
-void remember(void*, void* original) { gOriginal = reinterpret_cast<Seven>(original); }
+void remember(void*, void* to) { gOriginal = reinterpret_cast<Seven>(to); }
 
 Seven fixture() {
   static Seven seven = [] {
@@ -34,7 +34,7 @@ void run(benchmark::State& state, bool hooked) {
   }
   const symmem::CodeHook hook{"shapeSeven", reinterpret_cast<void*>(seven), reinterpret_cast<void*>(&replacement)};
   symmem::CodeHookOptions options;
-  options.beforeWrite = &remember;
+  options.retarget = &remember;
   if (hooked && !symmem::installCodeHooks({&hook, 1}, options).installed) {
     state.SkipWithError("hook refused");
     return;

@@ -89,10 +89,17 @@ EXPORT ncclResult pncclCommCuDevice(const void* c, int* d) {
 }
 EXPORT ncclResult ncclCommCuDevice(const void* c, int* d) ALIAS(ncclCommCuDevice);
 EXPORT ncclResult pncclCommGetAsyncError(void* c, ncclResult* e) {
+  record.asyncErrorBodies++;
   *e = kSuccess;
   return kSuccess;
 }
 EXPORT ncclResult ncclCommGetAsyncError(void* c, ncclResult* e) ALIAS(ncclCommGetAsyncError);
+/* As NCCL's ncclCommEnsureReady does on every enqueue: its own exported ncclCommGetAsyncError,
+   through its PLT (an exported, interposable symbol). */
+EXPORT ncclResult standInAsyncErrorFromInside(void* c) {
+  ncclResult e = kSuccess;
+  return ncclCommGetAsyncError(c, &e);
+}
 EXPORT const char* pncclGetErrorString(ncclResult r) { return "stand-in"; }
 EXPORT const char* ncclGetErrorString(ncclResult r) ALIAS(ncclGetErrorString);
 EXPORT ncclResult pncclGetVersion(int* v) {

@@ -14,4 +14,5 @@ typedef struct {
   void* stream;
   void* lastTeardownComm;
   int revokeFlags;
+  int asyncErrorBodies; /* pncclCommGetAsyncError's body ran (from outside, or from the stand-in itself) */
 } StandInRecord;

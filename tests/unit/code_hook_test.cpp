@@ -10,8 +10,8 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/mount.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -379,7 +379,8 @@ TEST_F(CodeHooks, AThreadListThatCannotBeReadIsARefusal) {
     caller.join();
     std::string out;
     if (r.installed) out += "installed with no thread list\n";
-    if (r.refusal.find("cannot list this process's threads") == std::string::npos) out += "refusal: " + r.refusal + "\n";
+    if (r.refusal.find("cannot list this process's threads") == std::string::npos)
+      out += "refusal: " + r.refusal + "\n";
     if (head(hook.target) != before) out += "code written\n";
     return out;
   });
@@ -502,7 +503,8 @@ void waitInsideSegv(int, siginfo_t*, void*) {
 TEST_F(CodeHooks, AContextSavedUnderAnotherRunningHandlerIsMovedToo) {
   auto load = reinterpret_cast<long (*)(const long*)>(dlsym(lib_, "shapeLoadSecond"));
   ASSERT_NE(load, nullptr);
-  const symmem::CodeHook hook{"shapeLoadSecond", reinterpret_cast<void*>(load), reinterpret_cast<void*>(&oneReplacement)};
+  const symmem::CodeHook hook{"shapeLoadSecond", reinterpret_cast<void*>(load),
+                              reinterpret_cast<void*>(&oneReplacement)};
   const std::string problems = symmem::testing::runForkedCheck([&]() -> std::string {
     gFaultPage = mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     struct sigaction sa {};
@@ -584,9 +586,10 @@ TEST_F(CodeHooks, EveryStateOfTheWriteIsSafeForAThreadArrivingAtTheEntry) {
     void* replacement;
     size_t stores;
   };
-  for (const Case& c : {Case{"shapeSeven", reinterpret_cast<void*>(seven_), reinterpret_cast<void*>(&sevenReplacement), 1},
-                        Case{"shapeStraddle", reinterpret_cast<void*>(straddle_), reinterpret_cast<void*>(&oneReplacement), 3},
-                        Case{"shapeStraddleLast", reinterpret_cast<void*>(last), reinterpret_cast<void*>(&oneReplacement), 2}}) {
+  for (const Case& c :
+       {Case{"shapeSeven", reinterpret_cast<void*>(seven_), reinterpret_cast<void*>(&sevenReplacement), 1},
+        Case{"shapeStraddle", reinterpret_cast<void*>(straddle_), reinterpret_cast<void*>(&oneReplacement), 3},
+        Case{"shapeStraddleLast", reinterpret_cast<void*>(last), reinterpret_cast<void*>(&oneReplacement), 2}}) {
     const bool endbr = std::memcmp(c.f, "\xf3\x0f\x1e\xfa", 4) == 0;
     gWatched = static_cast<const unsigned char*>(c.f) + (endbr ? 4 : 0);
     const std::vector<unsigned char> original(gWatched, gWatched + 5);
@@ -603,8 +606,8 @@ TEST_F(CodeHooks, EveryStateOfTheWriteIsSafeForAThreadArrivingAtTheEntry) {
       const bool selfLoop = e[0] == 0xeb && e[1] == 0xfe;
       // 15 bytes into a window the opcode alone is in the first one: its tail goes first, under the
       // old first byte (docs/attach.md: only a thread that cannot be parked could meet it).
-      const bool tailUnderOldOpcode = c.stores == 2 && e[0] == original[0] &&
-                                      std::equal(e.begin() + 1, e.end(), jump.begin() + 1);
+      const bool tailUnderOldOpcode =
+          c.stores == 2 && e[0] == original[0] && std::equal(e.begin() + 1, e.end(), jump.begin() + 1);
       EXPECT_TRUE(selfLoop || tailUnderOldOpcode) << c.name << ": state " << i << " is a torn jump";
     }
     EXPECT_EQ(symmem::undoCodeHooks(), 1);

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +19,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "plugin/tuner_abi.h"
@@ -66,6 +68,8 @@ struct Caller {
   VoidFn groupStart = nullptr, groupEnd = nullptr;
   CommFn destroy = nullptr, abort = nullptr, finalize = nullptr;
   RevokeFn revoke = nullptr;
+  int (*asyncError)(void*, int*) = nullptr;
+  int (*asyncErrorFromInside)(void*) = nullptr;
   StandInRecord* record = nullptr;
   int (*groupStartCount)() = nullptr;
   void (*setAbortCallback)(void (*)()) = nullptr;
@@ -82,7 +86,8 @@ struct Caller {
         get("ncclAllReduce", allReduce) && get("pncclAllReduce", pAllReduce) && get("ncclGroupStart", groupStart) &&
         get("ncclGroupEnd", groupEnd) && get("ncclCommDestroy", destroy) && get("ncclCommAbort", abort) &&
         get("ncclCommFinalize", finalize) && get("ncclCommRevoke", revoke) && get("standInRecord", recordFn) &&
-        get("standInGroupStartCount", groupStartCount) && get("standInSetAbortCallback", setAbortCallback);
+        get("standInGroupStartCount", groupStartCount) && get("standInSetAbortCallback", setAbortCallback) &&
+        get("ncclCommGetAsyncError", asyncError) && get("standInAsyncErrorFromInside", asyncErrorFromInside);
     if (ok) record = recordFn();
     return ok;
   }
@@ -189,6 +194,15 @@ class PluginHooks : public ::testing::Test {
   }
 };
 
+// The GOT fallback needs only the stand-in: these run in a build without code hooks too.
+class PluginGotFallback : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string unavailable = symmem::testing::hookFixtureUnavailable();
+    if (!unavailable.empty()) GTEST_SKIP() << unavailable;
+  }
+};
+
 // Tuner abort of the last communicator: NCCL finalizes and dlcloses the tuner inside ncclCommAbort,
 // so the interposer's commAbort returns into a plugin NCCL has just closed.
 Tuner* gAbortTuner = nullptr;
@@ -205,7 +219,7 @@ TEST_F(PluginHooks, CachedPointersReachThePluginAndSurviveItsUnload) {
     if (!gProblems.empty()) return;
     void* nccl = dlopen("libnccl.so.2", RTLD_NOW | RTLD_NOLOAD);
     CHILD_CHECK(nccl == c.nccl, "the plugin bound to another libnccl.so.2 than the stand-in");
-    CHILD_CHECK(logCount("hooked 7 libnccl entry points") == 1, "no hook line");
+    CHILD_CHECK(logCount("hooked 8 libnccl entry points") == 1, "no hook line");
     CHILD_CHECK(logCount("stays loaded for the life of the process") == 1, "no pin line");
     callEveryEntryPoint(c, true, "hooked");
     // Inside a group the all-reduce goes to NCCL (and is seen going there).
@@ -220,7 +234,7 @@ TEST_F(PluginHooks, CachedPointersReachThePluginAndSurviveItsUnload) {
 
     // A second communicator: the tuner loads again; nothing is hooked twice.
     CHILD_CHECK(t.load(), "the plugin did not load a second time");
-    CHILD_CHECK(logCount("hooked 7 libnccl entry points") == 1, "hooked again");
+    CHILD_CHECK(logCount("hooked 8 libnccl entry points") == 1, "hooked again");
     callEveryEntryPoint(c, true, "second load");
     // Abort of the last communicator, with NCCL unloading the tuner inside it.
     gAbortTuner = &t;
@@ -246,7 +260,7 @@ TEST_F(PluginHooks, AttachOffLeavesCallersAloneAndThePluginUnloadable) {
   EXPECT_EQ(problems, "");
 }
 
-TEST_F(PluginHooks, HooksOffMeansGotAttachOnly) {
+TEST_F(PluginGotFallback, HooksOffMeansGotAttachOnly) {
   const std::string problems = withCallerAndTuner({{"SYMMEM_HOOKS", "0"}}, [](Caller& c, Tuner& t) {
     CHILD_CHECK(logCount("code hooks off (SYMMEM_HOOKS=0): GOT attach only") == 1, "no line for hooks off");
     // dlsym pointers never go through a GOT: they stay on NCCL, as documented.
@@ -257,7 +271,7 @@ TEST_F(PluginHooks, HooksOffMeansGotAttachOnly) {
   EXPECT_EQ(problems, "");
 }
 
-TEST_F(PluginHooks, MissingDisassemblerFallsBackToGotAttachAndSaysWhy) {
+TEST_F(PluginGotFallback, MissingDisassemblerFallsBackToGotAttachAndSaysWhy) {
   const std::string problems =
       withCallerAndTuner({{"SYMMEM_DISASSEMBLER", "/nonexistent/libZydis.so.4.0"}}, [](Caller& c, Tuner& t) {
         CHILD_CHECK(logCount("code hooks not used:") == 1 && logCount("falling back to GOT attach") == 1,
@@ -352,6 +366,145 @@ TEST_F(PluginHooks, RealLibncclEntryPointsAreHooked) {
     }
   });
   EXPECT_EQ(problems, "");
+}
+
+// NCCL calls its own ncclCommGetAsyncError through its PLT on every enqueue: those calls go straight
+// to NCCL (nothing of the plugin on the stock path), while an application's call still reaches it.
+TEST_F(PluginHooks, NcclsOwnCallsToAHookedEntryPointSkipThePlugin) {
+  const std::string problems = withCallerAndTuner({}, [](Caller& c, Tuner&) {
+    CHILD_CHECK(logCount("of libnccl's own calls to hooked entry points go straight to NCCL") == 1, "no line");
+    const int queries = logCount("async error query");
+    const int bodies = c.record->asyncErrorBodies;
+    int e = -1;
+    CHILD_CHECK(c.asyncError(kComm, &e) == 0 && e == 0, "the application's query failed");
+    CHILD_CHECK(logCount("async error query") == queries + 1, "the application's query did not reach the plugin");
+    CHILD_CHECK(c.asyncErrorFromInside(kComm) == 0, "NCCL's own query failed");
+    CHILD_CHECK(logCount("async error query") == queries + 1, "NCCL's own query went through the plugin");
+    CHILD_CHECK(c.record->asyncErrorBodies == bodies + 2, "a query did not reach NCCL's body");
+  });
+  EXPECT_EQ(problems, "");
+}
+
+// Two copies of the plugin in one process (one preloaded or loaded globally from one path, NCCL's
+// tuner from another): one interposer, and one line saying why the second steps aside.
+std::string copyOfThePlugin() {
+  const std::string dir = "/tmp/symmem-copy-" + std::to_string(getpid());
+  const std::string path = dir + "/libnccl-tuner-symmem.so";
+  const std::string cmd = "mkdir -p " + dir + " && cp '" SYMMEM_PLUGIN_PATH "' " + path;
+  return std::system(cmd.c_str()) == 0 ? path : "";
+}
+
+void loadSecondCopyAsTuner(const std::string& path) {
+  void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  auto* v5 = lib ? static_cast<const symmem::abi::TunerV5*>(dlsym(lib, "ncclTunerPlugin_v5")) : nullptr;
+  void* ctx = nullptr;
+  CHILD_CHECK(v5 && v5->init(&ctx, 43, 2, 1, captureLog, nullptr, nullptr) == 0, "the second copy did not load");
+}
+
+TEST_F(PluginHooks, ASecondCopyOfThePluginStepsAside) {
+  const std::string problems = withCallerAndTuner({}, [](Caller& c, Tuner&) {
+    const std::string copy = copyOfThePlugin();
+    CHILD_CHECK(!copy.empty(), "could not copy the plugin");
+    if (copy.empty()) return;
+    loadSecondCopyAsTuner(copy);
+    CHILD_CHECK(logCount("another copy of the plugin already hooks libnccl") == 1, "no step-aside line");
+    CHILD_CHECK(logCount("hooked 8 libnccl entry points") == 1, "hooked twice");
+    CHILD_CHECK(logCount("(static NCCL?)") == 0, "the second copy mistook the first for a static NCCL");
+    callEveryEntryPoint(c, true, "two copies");  // each call seen once, reaching NCCL once
+    std::system(("rm -rf " + copy.substr(0, copy.rfind('/'))).c_str());
+  });
+  EXPECT_EQ(problems, "");
+}
+
+TEST_F(PluginHooks, ASecondCopyUnderAGlobalFirstCopyStepsAside) {
+  const std::string problems = runInChild(kTrace, [] {
+    Caller c;
+    CHILD_CHECK(c.open(), "stand-in not loadable");
+    void* global = dlopen(SYMMEM_PLUGIN_PATH, RTLD_NOW | RTLD_GLOBAL);  // as LD_PRELOAD would
+    const std::string copy = copyOfThePlugin();
+    CHILD_CHECK(global && !copy.empty(), "setup failed");
+    if (!gProblems.empty()) return;
+    loadSecondCopyAsTuner(copy);
+    CHILD_CHECK(logCount("interposes NCCL for the whole process: this copy") == 1, "no step-aside line");
+    CHILD_CHECK(logCount("hooked") == 0, "the second copy hooked libnccl under the first one's interposer");
+    std::system(("rm -rf " + copy.substr(0, copy.rfind('/'))).c_str());
+  });
+  EXPECT_EQ(problems, "");
+}
+
+// Two NCCLs loaded and a logger that names neither (the plugin cannot tell which one loaded it):
+// attach is refused, never a guess.
+TEST_F(PluginHooks, TwoNcclsAndALoggerOutsideBothIsARefusal) {
+  const std::string problems = runInChild(kTrace, [] {
+    Caller c;
+    CHILD_CHECK(c.open(), "stand-in not loadable");
+    CHILD_CHECK(dlopen(SYMMEM_OTHER_NCCL_PATH, RTLD_NOW | RTLD_LOCAL) != nullptr, "second NCCL not loadable");
+    Tuner t;
+    CHILD_CHECK(t.load(), "the plugin did not load");
+    CHILD_CHECK(logCount("NCCL copies are loaded and the logger") == 1, "no refusal line");
+    CHILD_CHECK(logCount("hooked") == 0, "hooked although it could not tell the NCCLs apart");
+  });
+  EXPECT_EQ(problems, "");
+}
+
+// Exit: an application's atexit handler (registered before the plugin loaded, so it runs after the
+// plugin's static destructors would have) still calls NCCL through the hooks; and a forked child
+// calls through them while its parent's threads held the plugin's locks.
+Caller* gExitCaller = nullptr;
+int gExitPipe = -1;
+void destroyAtExit() {
+  const int before = gExitCaller->record->destroys;
+  const bool ok = gExitCaller->destroy(kComm) == 0 && gExitCaller->record->destroys == before + 1;
+  if (write(gExitPipe, ok ? "ok" : "no", 2) != 2) _exit(5);
+}
+
+TEST_F(PluginHooks, ExitHandlersAndForkedChildrenCallThroughTheHooks) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    close(fds[0]);
+    gExitPipe = fds[1];
+    std::atexit(&destroyAtExit);
+    static Caller c;
+    static Tuner t;
+    if (!c.open() || !t.load()) _exit(3);
+    gExitCaller = &c;
+    // A thread that keeps taking the plugin's locks while the process forks.
+    std::atomic<bool> stop{false};
+    std::thread busy([&] {
+      while (!stop) c.destroy(kComm);
+    });
+    bool forkOk = true;
+    for (int i = 0; i < 20 && forkOk; ++i) {
+      const pid_t child = fork();
+      if (child == 0) {
+        alarm(10);  // a lock inherited held would hang here
+        _exit(c.destroy(kComm) == 0 && c.allReduce(kSend, kRecv, 5, kFloat32, kSum, kComm, nullptr) == kRemoteError
+                  ? 0
+                  : 4);
+      }
+      int status = 0;
+      forkOk = child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    }
+    stop = true;
+    busy.join();
+    if (!forkOk) _exit(6);
+    std::exit(0);  // runs destroyAtExit after the plugin's statics' destructors
+  }
+  close(fds[1]);
+  char buf[3] = {};
+  const ssize_t n = read(fds[0], buf, 2);
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "child "
+      << (WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status))
+                            : "signal " + std::to_string(WTERMSIG(status)));
+  EXPECT_EQ(n, 2);
+  EXPECT_STREQ(buf, "ok") << "the atexit handler's call did not reach NCCL through the hooks";
 }
 
 }  // namespace

@@ -173,6 +173,9 @@ TEST(TunerComm, MultiNodeAndUnknownFactsStayInactive) {
 
   EXPECT_TRUE(makeTunerComm(process, 1, 8, 1).active);
   EXPECT_FALSE(makeTunerComm(process, 1, 8, 2).active) << "multi-node: untouched";
+  // 4294967304 ranks is not 8 ranks (nor 4294967297 nodes 1): a count no int holds leaves NCCL alone.
+  EXPECT_FALSE(makeTunerComm(process, 1, 4294967304ull, 1).active) << "a truncated count read as 8 ranks";
+  EXPECT_FALSE(makeTunerComm(process, 1, 8, 4294967297ull).active) << "a truncated count read as 1 node";
   EXPECT_FALSE(makeTunerComm(process, 1, 1, 1).active);
   EXPECT_FALSE(makeTunerComm(process, 1, 4, 1).active) << "entry without bands: nothing to do";
   ProcessContext unknown = process;
