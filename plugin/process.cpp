@@ -12,6 +12,7 @@
 #include "core/setting_names.h"
 #include "plugin/interposer.h"
 #include "plugin/table_in_force.h"
+#include "plugin/tuner.h"
 #include "topology/discover.h"
 
 namespace symmem {
@@ -39,10 +40,28 @@ Process::Process()
   context_.p2pCheck = settings_.flag(SettingId::P2pCheck);
 }
 
+namespace {
+std::atomic<Process*> gProcess{nullptr};
+std::mutex gProcessMutex;
+}  // namespace
+
 Process& Process::get() {
-  // Never destroyed (see the header); the pointer keeps it reachable for leak checkers.
-  static Process* const process = new Process();
-  return *process;
+  if (Process* p = gProcess.load(std::memory_order_acquire)) return *p;
+  std::lock_guard<std::mutex> lock(gProcessMutex);
+  Process* p = gProcess.load(std::memory_order_acquire);
+  if (!p) {
+    p = new Process();  // the pointer keeps it reachable for leak checkers
+    gProcess.store(p, std::memory_order_release);
+  }
+  return *p;
+}
+
+void Process::releaseIfUnused() {
+  std::lock_guard<std::mutex> lock(gProcessMutex);
+  Process* p = gProcess.load(std::memory_order_acquire);
+  if (!p || p->reachable_.load(std::memory_order_acquire) || p->interposer_ || tuner::liveContexts() != 0) return;
+  gProcess.store(nullptr, std::memory_order_release);
+  delete p;
 }
 
 RealNccl& Process::nccl() {
@@ -53,6 +72,7 @@ RealNccl& Process::nccl() {
 Interposer& Process::interposer() {
   std::call_once(interposerOnce_, [this] {
     RealNccl& real = nccl();
+    reachable_.store(true, std::memory_order_release);  // an entry point was called: it may be called again
     interposer_ =
         std::make_unique<Interposer>(real, context_, [this, &real](ncclComm_t comm, int rank, int nRanks, int device) {
           return setUpSymmetricComm(real, context_, comm, rank, nRanks, device);

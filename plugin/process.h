@@ -2,8 +2,12 @@
 #pragma once
 // The plugin's process-wide state and its one owner: the settings (the only place the environment is
 // read), the node's topology, the decision table, the context that decisions are made from, the NCCL
-// functions the interposer forwards to, and the interposer. Built at first use, thread-safe, and
-// never destroyed: NCCL calls can arrive from other threads and atexit handlers until the process ends.
+// functions the interposer forwards to, and the interposer. Built at first use, thread-safe. Once
+// anything outside can lead into it (the plugin pinned itself, an entry point was called, a tuner
+// context is alive), it is never destroyed: NCCL calls can arrive from other threads and atexit
+// handlers until the process ends. Otherwise it goes when the shared object is unloaded
+// (releaseIfUnused), so NCCL's load/unload of its tuner per communicator leaks nothing.
+#include <atomic>
 #include <memory>
 #include <mutex>
 
@@ -20,6 +24,12 @@ class Interposer;
 class Process {
  public:
   static Process& get();
+
+  // Deletes the state when nothing can reach it any more (see above); a later get() builds it anew.
+  // Called as the shared object is unloaded.
+  static void releaseIfUnused();
+  // Something outside now leads into the plugin (pinned, hooks, rebound slots): never released.
+  void markReachable() { reachable_.store(true, std::memory_order_release); }
 
   const Settings& settings() const { return settings_; }
   const Topology& topology() const { return topology_; }
@@ -40,6 +50,7 @@ class Process {
   RealNccl nccl_;
   std::once_flag interposerOnce_;
   std::unique_ptr<Interposer> interposer_;
+  std::atomic<bool> reachable_{false};
 };
 
 }  // namespace symmem

@@ -68,6 +68,7 @@ bool applyToCostTable(const Decision& decision, float** collCostTable, int numAl
 
 namespace {
 std::atomic<void (*)()> gInitHook{nullptr};
+std::atomic<int> gLiveContexts{0};
 
 // Copies the leading rows both arrays have (all of them when the shapes match).
 template <typename Row, size_t N, size_t M>
@@ -121,6 +122,7 @@ abi::Result init(void** ctx, uint64_t commId, size_t nRanks, size_t nNodes, abi:
     const ProcessContext& process = processContext();
     auto* comm = new (std::nothrow) TunerComm(makeTunerComm(process, commId, nRanks, nNodes));
     if (comm == nullptr) return abi::kSuccess;
+    gLiveContexts.fetch_add(1, std::memory_order_acq_rel);
     *ctx = comm;
     const char* why = !countsFit(nRanks, nNodes) ? "rank or node count out of range: NCCL untouched"
                       : !process.policy.enabled  ? "disabled by SYMMEM_ENABLE=0"
@@ -161,7 +163,10 @@ abi::Result getCollInfo(void* ctx, abi::Func collType, size_t nBytes, int /*numP
   return abi::kSuccess;
 }
 
+int liveContexts() { return gLiveContexts.load(std::memory_order_acquire); }
+
 abi::Result finalize(void* ctx) {
+  if (ctx) gLiveContexts.fetch_sub(1, std::memory_order_acq_rel);
   delete static_cast<TunerComm*>(ctx);
   return abi::kSuccess;
 }

@@ -51,6 +51,8 @@ abi::Result init(void** ctx, uint64_t commId, size_t nRanks, size_t nNodes, abi:
 abi::Result getCollInfo(void* ctx, abi::Func collType, size_t nBytes, int numPipeOps, float** collCostTable,
                         int numAlgo, int numProto, int regBuff, int* nChannels);
 abi::Result finalize(void* ctx);
+// Tuner contexts made by init and not yet finalized (the process state is kept while any is alive).
+int liveContexts();
 // v2: NCCL asks for the algorithm and protocol directly (-1 = keep NCCL's).
 abi::Result getCollInfoV2(void* ctx, abi::Func collType, size_t nBytes, int collNetSupport, int nvlsSupport,
                           int numPipeOps, int* algorithm, int* protocol, int* nChannels);

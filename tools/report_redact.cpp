@@ -403,8 +403,8 @@ std::string Redactor::operator()(std::string_view text) const {
       }
       // "DIR/" alone is the folder too: "." rather than "./".
       const size_t after = pos + d.size();
-      const bool lone = after < out.size() && out[after] == '/' &&
-                        (after + 1 == out.size() || !isPathChar(out[after + 1]));
+      const bool lone =
+          after < out.size() && out[after] == '/' && (after + 1 == out.size() || !isPathChar(out[after + 1]));
       out.replace(pos, d.size() + (lone ? 1 : 0), ".");
       pos += 1;
     }

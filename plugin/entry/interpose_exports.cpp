@@ -281,6 +281,7 @@ void attachOnce() {
     SYMMEM_WARN("attach skipped: the plugin cannot keep itself loaded (%s)", why.c_str());
     return;
   }
+  Process::get().markReachable();
   SYMMEM_INFO(symmem::kLogInit, "%s stays loaded for the life of the process (RTLD_NODELETE)", self.c_str());
   const std::vector<EntryPoint> points = entryPoints(real);
   const std::vector<EntryPoint> optional = optionalEntryPoints(real);
@@ -307,5 +308,9 @@ const bool kHookRegistered = [] {
   symmem::setTunerInitHook(&attachOnce);
   return true;
 }();
+
+// As the shared object is unloaded (NCCL's dlclose of an unpinned tuner, or the process's exit): the
+// process state goes with it unless something outside can still reach it.
+__attribute__((destructor)) void releaseProcessState() { Process::releaseIfUnused(); }
 
 }  // namespace

@@ -9,7 +9,6 @@ namespace {
 
 using namespace symmem;
 
-
 abi::Result initV2toV4(size_t nRanks, size_t nNodes, abi::Logger log, void** ctx) {
   // Pre-2.28 NCCL gives no communicator id, NVLink domain info or model constants.
   return tuner::init(ctx, 0, nRanks, nNodes, log, nullptr, nullptr);

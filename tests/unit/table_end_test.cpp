@@ -71,7 +71,8 @@ TEST(TableFileEnd, AFormatOneFileStillReadsWithOneNote) {
 }
 
 TEST(TableFileEnd, WordsFromTheFileAreEscapedInErrors) {
-  const TableFileResult r = parseTableText("symmem-table 2\nentry cc=\x1b[31m link=nvlink ranks=2 oneshot=1K twoshot=0\n", "t.txt");
+  const TableFileResult r =
+      parseTableText("symmem-table 2\nentry cc=\x1b[31m link=nvlink ranks=2 oneshot=1K twoshot=0\n", "t.txt");
   EXPECT_FALSE(r.ok());
   EXPECT_FALSE(has(r.error, "\x1b")) << r.error;
   EXPECT_TRUE(has(r.error, "\\x1b[31m")) << r.error;
