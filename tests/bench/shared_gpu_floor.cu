@@ -7,7 +7,7 @@
 // rank. A benchmark, not a test: it reports medians with their spread and writes CSV
 // (tools/plot_floor.py draws it; docs/kernels.md, "Fixed cost").
 //
-//   symmem_floor_bench [--ranks 2,4,8] [--calls 64] [--replays 50] [--repeats 7] [--csv FILE]
+//   symmem_floor_bench [--ranks 2,4,8] [--calls 64] [--replays 50] [--repeats 7] [--no-programmatic] [--csv FILE]
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -40,6 +40,7 @@ struct Options {
   std::vector<int> ranks = {2, 4, 8};
   int calls = 64, replays = 50, repeats = 7;
   std::string csv = "floor.csv";
+  bool programmatic = true;  // --no-programmatic: launch without programmatic stream serialization
 };
 
 struct Stat {
@@ -191,6 +192,7 @@ void symmetric(int n, const Options& o, bool ordered, double emptyGraphUs, doubl
       c.timeoutMs = 20000;
       c.maxBlocks = 4;
       c.orderStreams = ordered;
+      c.programmaticLaunch = o.programmatic;
       std::string why;
       comms[r] = SymmetricComm::create(
           c, [&shm, r](const void* a, void* b, size_t bytes) { return shm.allGather(r, a, b, bytes); }, &why);
@@ -273,12 +275,16 @@ int main(int argc, char** argv) {
     } else if (a == "--repeats" && next) {
       o.repeats = std::max(1, std::atoi(next));
       ++i;
+    } else if (a == "--no-programmatic") {
+      o.programmatic = false;
     } else if (a == "--csv" && next) {
       o.csv = next;
       ++i;
     } else {
-      std::fprintf(stderr, "usage: %s [--ranks 2,4,8] [--calls 64] [--replays 50] [--repeats 7] [--csv FILE]\n",
-                   argv[0]);
+      std::fprintf(
+          stderr,
+          "usage: %s [--ranks 2,4,8] [--calls 64] [--replays 50] [--repeats 7] [--no-programmatic] [--csv FILE]\n",
+          argv[0]);
       return 2;
     }
   }
@@ -295,8 +301,10 @@ int main(int argc, char** argv) {
   std::fprintf(gCsv, "ranks,path,mode,ordered,bytes,us_median,us_min,us_max,ratio_to_empty\n");
   cudaDeviceProp prop{};
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
-  std::printf("%s, capability %d.%d; %d calls per graph, %d replays, %d repeats (median, min, max)\n", prop.name,
-              prop.major, prop.minor, o.calls, o.replays, o.repeats);
+  std::printf(
+      "%s, capability %d.%d; %d calls per graph, %d replays, %d repeats (median, min, max); programmatic "
+      "launch %s\n",
+      prop.name, prop.major, prop.minor, o.calls, o.replays, o.repeats, o.programmatic ? "on" : "off");
 
   // Floors.
   unsigned* flags = nullptr;
