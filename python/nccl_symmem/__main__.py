@@ -1,0 +1,63 @@
+# SPDX-License-Identifier: Apache-2.0
+"""python -m nccl_symmem path | env | <tool> [args]
+
+    path              print the plugin's path (for NCCL_TUNER_PLUGIN)
+    env               print the line: export NCCL_TUNER_PLUGIN=<path>
+    info, health, tune, report, bench, report-plots [args]
+                      run symmem-<tool> with the arguments; its exit status is this command's
+
+Exit status 2 for a wrong command line (a tool this package does not carry too), 1 when it has no plugin.
+"""
+import os
+import sys
+
+import nccl_symmem
+
+
+def _usage(stream):
+    names = ", ".join(nccl_symmem.tools()) or "none in this package"
+    stream.write(__doc__.split("\n\n", 1)[1].rstrip("\n") + f"\n\nTools here: {names}\n")
+
+
+def _run_tool(name, args):
+    try:
+        tool = nccl_symmem.tool_path(name)
+    except FileNotFoundError as e:
+        print(f"nccl_symmem: {e}", file=sys.stderr)
+        _usage(sys.stderr)
+        return 2
+    env = dict(os.environ)
+    # A venv's NCCL from pip is not on the loader's path; the tools (and the plugin they load, which
+    # NEEDs libnccl.so.2) use it as the application would. The caller's LD_LIBRARY_PATH comes first.
+    pip_nccl = nccl_symmem.nccl_library_dirs()
+    if pip_nccl:
+        env["LD_LIBRARY_PATH"] = os.pathsep.join([p for p in [env.get("LD_LIBRARY_PATH", "")] if p] + pip_nccl)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(tool, [os.path.basename(tool)] + args, env)  # returns only by raising
+    return 1
+
+
+def main(argv):
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        _usage(sys.stdout if argv else sys.stderr)
+        return 0 if argv else 2
+    command, args = argv[0], argv[1:]
+    if command in ("path", "env"):
+        if args:
+            print(f"nccl_symmem: {command} takes no arguments", file=sys.stderr)
+            return 2
+        try:
+            print(nccl_symmem.plugin_path() if command == "path" else nccl_symmem.export_line())
+        except FileNotFoundError as e:
+            print(f"nccl_symmem: {e}", file=sys.stderr)
+            return 1
+        return 0
+    if os.sep in command or command.startswith("."):
+        print(f"nccl_symmem: {command!r} is not a command", file=sys.stderr)
+        return 2
+    return _run_tool(command, args)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

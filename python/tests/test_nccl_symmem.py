@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""The nccl_symmem package from its source, laid out as the wheel lays it out: a temporary folder with
+this package's .py files, lib/ holding the built plugin and bin/ holding a stand-in tool. Each check
+runs in a child Python with PYTHONPATH on that folder, so what one loads does not leak into another.
+
+    test_nccl_symmem.py PLUGIN STAND_IN_LIBNCCL [unittest args]
+
+PLUGIN is the built libnccl-tuner-symmem.so; STAND_IN_LIBNCCL a libnccl.so.2 to load (the code-hook
+fixture's stand-in), to see enable() warn. CI runs the same commands against the installed wheel.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+
+SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "nccl_symmem")
+PLUGIN = STAND_IN = ""
+
+# A stand-in for a tool: writes its arguments, one a line, to <tool>.args and exits with the first.
+FAKE_TOOL = """#!/bin/sh
+printf '%s\\n' "$@" > "$0.args"
+exit "$1"
+"""
+
+
+class Package(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.root = tempfile.mkdtemp(prefix="nccl_symmem-test-")
+        package = os.path.join(cls.root, "nccl_symmem")
+        os.makedirs(os.path.join(package, "lib"))
+        os.makedirs(os.path.join(package, "bin"))
+        for name in os.listdir(SOURCE):
+            if name.endswith(".py"):
+                shutil.copy(os.path.join(SOURCE, name), package)
+        cls.plugin = os.path.join(package, "lib", "libnccl-tuner-symmem.so")
+        os.symlink(os.path.abspath(PLUGIN), cls.plugin)
+        cls.tool = os.path.join(package, "bin", "symmem-info")
+        with open(cls.tool, "w", encoding="utf-8") as f:
+            f.write(FAKE_TOOL)
+        os.chmod(cls.tool, 0o755)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.root)
+
+    def run_python(self, args, env_extra=None, env_drop=()):
+        env = {k: v for k, v in os.environ.items() if k not in env_drop}
+        env["PYTHONPATH"] = self.root
+        env.update(env_extra or {})
+        return subprocess.run([sys.executable] + args, capture_output=True, text=True, env=env, timeout=60,
+                              cwd=self.root)
+
+    def module(self, *args, **kw):
+        return self.run_python(["-m", "nccl_symmem"] + list(args), **kw)
+
+    def test_path_prints_the_plugin_inside_the_package(self):
+        r = self.module("path")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, self.plugin + "\n")
+        self.assertTrue(os.path.isabs(r.stdout.strip()))
+
+    def test_env_prints_the_export_line(self):
+        r = self.module("env")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, f"export NCCL_TUNER_PLUGIN={self.plugin}\n")
+        # The line does what it says in a shell.
+        sh = subprocess.run(["sh", "-c", r.stdout + 'printf %s "$NCCL_TUNER_PLUGIN"'], capture_output=True, text=True)
+        self.assertEqual(sh.stdout, self.plugin)
+
+    def test_path_without_a_plugin_fails_naming_it(self):
+        os.rename(self.plugin, self.plugin + ".away")
+        try:
+            r = self.module("path")
+        finally:
+            os.rename(self.plugin + ".away", self.plugin)
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(r.stdout, "")
+        self.assertIn("libnccl-tuner-symmem.so does not exist", r.stderr)
+
+    def test_a_tool_runs_with_its_arguments_and_exit_status(self):
+        r = self.module("info", "7", "--cc", "12.0")
+        self.assertEqual(r.returncode, 7, r.stderr)
+        with open(self.tool + ".args", encoding="utf-8") as f:
+            self.assertEqual(f.read().splitlines(), ["7", "--cc", "12.0"])
+        self.assertEqual(self.module("info", "0").returncode, 0)
+
+    def test_an_unknown_tool_is_a_usage_error(self):
+        r = self.module("nosuchtool")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("no tool symmem-nosuchtool", r.stderr)
+        self.assertIn("Tools here: info", r.stderr)
+        self.assertEqual(self.module("../../bin/sh").returncode, 2)
+
+    def test_tools_see_a_pip_nccl_on_the_library_path(self):
+        site = os.path.join(self.root, "site")
+        lib = os.path.join(site, "nvidia", "nccl", "lib")
+        os.makedirs(lib, exist_ok=True)
+        open(os.path.join(lib, "libnccl.so.2"), "w").close()
+        recorder = os.path.join(self.root, "nccl_symmem", "bin", "symmem-ldpath")
+        with open(recorder, "w", encoding="utf-8") as f:
+            f.write('#!/bin/sh\nprintf %s "$LD_LIBRARY_PATH" > "$0.ld"\n')
+        os.chmod(recorder, 0o755)
+        code = textwrap.dedent(f"""
+            import runpy, sys
+            sys.path.append({site!r})
+            sys.argv = ["nccl_symmem", "ldpath"]
+            runpy.run_module("nccl_symmem", run_name="__main__")
+        """)
+        try:
+            r = self.run_python(["-c", code], env_extra={"LD_LIBRARY_PATH": "/first"})
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(recorder + ".ld", encoding="utf-8") as f:
+                self.assertEqual(f.read(), "/first:" + lib)
+        finally:
+            os.remove(recorder)
+
+    def enable_in_child(self, load_first, env_drop=("NCCL_TUNER_PLUGIN",), env_extra=None):
+        code = textwrap.dedent(f"""
+            import ctypes, json, os, warnings
+            if {bool(load_first)!r}:
+                ctypes.CDLL({STAND_IN!r})
+            import nccl_symmem
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                path = nccl_symmem.enable()
+            print(json.dumps({{"returned": path, "env": os.environ.get("NCCL_TUNER_PLUGIN"),
+                               "warnings": [[w.category.__name__, str(w.message)] for w in caught]}}))
+        """)
+        r = self.run_python(["-c", code], env_drop=env_drop, env_extra=env_extra)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return json.loads(r.stdout)
+
+    def test_enable_sets_the_variable_quietly_before_nccl_loads(self):
+        got = self.enable_in_child(load_first=False)
+        self.assertEqual(got["returned"], self.plugin)
+        self.assertEqual(got["env"], self.plugin)
+        self.assertEqual(got["warnings"], [])
+
+    def test_enable_warns_when_libnccl_is_already_loaded(self):
+        got = self.enable_in_child(load_first=True)
+        self.assertEqual(got["env"], self.plugin)  # still set: communicators created later use it
+        self.assertEqual(len(got["warnings"]), 1, got["warnings"])
+        category, message = got["warnings"][0]
+        self.assertEqual(category, "RuntimeWarning")
+        self.assertIn("NCCL is already loaded", message)
+        self.assertIn(os.path.realpath(STAND_IN), message)
+
+    def test_enable_names_a_different_setting_it_replaces(self):
+        got = self.enable_in_child(load_first=False, env_drop=(), env_extra={"NCCL_TUNER_PLUGIN": "none"})
+        self.assertEqual(got["env"], self.plugin)
+        self.assertEqual(len(got["warnings"]), 1, got["warnings"])
+        self.assertIn("NCCL_TUNER_PLUGIN was 'none'", got["warnings"][0][1])
+
+    def test_the_variable_reaches_the_c_environment(self):
+        # NCCL reads getenv(), not os.environ: the child's C library must see the value.
+        code = textwrap.dedent("""
+            import ctypes, nccl_symmem
+            nccl_symmem.enable()
+            libc = ctypes.CDLL(None)
+            libc.getenv.restype = ctypes.c_char_p
+            print(libc.getenv(b"NCCL_TUNER_PLUGIN").decode())
+        """)
+        r = self.run_python(["-c", code], env_drop=("NCCL_TUNER_PLUGIN",))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip(), self.plugin)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 3:
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
+    PLUGIN, STAND_IN = sys.argv[1], sys.argv[2]
+    unittest.main(argv=[sys.argv[0]] + sys.argv[3:], verbosity=2)
