@@ -22,9 +22,9 @@ set(CPACK_PACKAGE_NAME nccl-symmem)
 set(CPACK_PACKAGE_VENDOR nccl-symmem)
 set(CPACK_PACKAGE_CONTACT "nccl-symmem maintainers")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "NCCL tuner plugin: small all-reduces on symmetric-memory kernels")
-set(CPACK_PACKAGE_DESCRIPTION
-    "libnccl-tuner-symmem.so, loaded by NCCL through NCCL_TUNER_PLUGIN, routes small all-reduces to\n"
-    "one-shot and two-shot kernels over PCIe P2P or NVLink and tunes NCCL's own choices; with the\n"
+string(CONCAT CPACK_PACKAGE_DESCRIPTION
+    "libnccl-tuner-symmem.so, loaded by NCCL through NCCL_TUNER_PLUGIN, routes small all-reduces to "
+    "one-shot and two-shot kernels over PCIe P2P or NVLink and tunes NCCL's own choices; with the "
     "symmem-info, -bench, -tune, -health and -report tools.")
 set(CPACK_RESOURCE_FILE_LICENSE ${CMAKE_SOURCE_DIR}/LICENSE)
 set(CPACK_PACKAGE_DIRECTORY ${CMAKE_BINARY_DIR}/packages)

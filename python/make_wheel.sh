@@ -51,8 +51,18 @@ cp "$here"/nccl_symmem/*.py "$src/nccl_symmem/"
 cp "$here/../README.md" "$here/../LICENSE" "$src/"
 echo "$version" >"$src/VERSION"
 cp -a "$stage/prefix/bin" "$stage/prefix/lib" "$src/nccl_symmem/"
-# The libraries themselves (cp -L), under the names the loader asks for.
+# The libraries themselves (cp -L), under the names the loader asks for, and their licences (MIT).
 cp -L "$zydis_dir/libZydis.so.4.0" "$zydis_dir/libZycore.so.1.4" "$src/nccl_symmem/lib/"
+mkdir -p "$src/nccl_symmem/licenses"
+cp "$here/../LICENSE" "$src/nccl_symmem/licenses/LICENSE.nccl-symmem"
+for pkg in libzydis4.0 libzycore1.4; do
+  if [ -f "/usr/share/doc/$pkg/copyright" ]; then
+    cp "/usr/share/doc/$pkg/copyright" "$src/nccl_symmem/licenses/copyright.$pkg"
+  else
+    echo "make_wheel: /usr/share/doc/$pkg/copyright not found: the wheel must carry Zydis' licence" >&2
+    exit 1
+  fi
+done
 
 rm -f "$out"/nccl_symmem-"$version"-*.whl
 (cd "$src" && "$python" -m build --wheel --no-isolation --outdir "$out" . >"$stage/build.log" 2>&1) || {

@@ -36,10 +36,10 @@ def version():
 
 
 def payload():
-    """Every file under nccl_symmem/bin and nccl_symmem/lib, relative to the package."""
+    """Every file under nccl_symmem/bin, lib and licenses (the bundled Zydis' too), relative to the package."""
     root = os.path.join(HERE, "nccl_symmem")
     files = []
-    for sub in ("bin", "lib"):
+    for sub in ("bin", "lib", "licenses"):
         for name in sorted(os.listdir(os.path.join(root, sub))):
             files.append(f"{sub}/{name}")
     if "lib/libnccl-tuner-symmem.so" not in files:
