@@ -41,6 +41,10 @@ struct Options {
   int calls = 64, replays = 50, repeats = 7;
   std::string csv = "floor.csv";
   bool programmatic = true;  // --no-programmatic: launch without programmatic stream serialization
+  std::string paths;         // --paths one-shot-push,two-shot-pull,...: only those (default: all)
+  std::vector<int> sizes = {8, 64, 512, 4096, 16384, 65536};
+  bool eager = true;  // --graph-only: no eager runs
+  int64_t timeoutMs = 20000;
 };
 
 struct Stat {
@@ -159,18 +163,20 @@ void ncclOneRank(const Options& o) {
     std::printf("NCCL at one rank: ncclCommInitAll failed\n");
     return;
   }
-  float* buf = nullptr;
+  float *buf = nullptr, *dst = nullptr;  // out of place: in place at one rank NCCL does nothing at all
   CHECK_CUDA(cudaMalloc(&buf, 64 << 10));
+  CHECK_CUDA(cudaMalloc(&dst, 64 << 10));
   ShmAllGather shm(1, 64);
   for (const bool graph : {true, false}) {
     for (size_t bytes : {size_t{8}, size_t{4096}, size_t{65536}}) {
       const auto us = timeCalls(1, o, graph, shm, [&](int, cudaStream_t s) {
-        ncclAllReduce(buf, buf, bytes / 4, ncclFloat32, ncclSum, comm, s);
+        ncclAllReduce(buf, dst, bytes / 4, ncclFloat32, ncclSum, comm, s);
       });
       emit({1, "nccl-1rank", graph ? "graph" : "eager", false, bytes, statOf(us)}, 0);
     }
   }
   CHECK_CUDA(cudaFree(buf));
+  CHECK_CUDA(cudaFree(dst));
   ncclCommDestroy(comm);
 }
 
@@ -189,7 +195,7 @@ void symmetric(int n, const Options& o, bool ordered, double emptyGraphUs, doubl
       c.device = 0;
       c.oneShotMaxBytes = 64 << 10;
       c.twoShotMaxBytes = 64 << 10;
-      c.timeoutMs = 20000;
+      c.timeoutMs = o.timeoutMs;
       c.maxBlocks = 4;
       c.orderStreams = ordered;
       c.programmaticLaunch = o.programmatic;
@@ -218,9 +224,13 @@ void symmetric(int n, const Options& o, bool ordered, double emptyGraphUs, doubl
                         {"two-shot pull", {Algorithm::TwoShot, SymVariant::Pull}},
                         {"two-shot staged", {Algorithm::TwoShot, SymVariant::Staged}}};
   for (const Path& p : paths) {
+    std::string key = p.name;
+    std::replace(key.begin(), key.end(), ' ', '-');
+    if (!o.paths.empty() && ("," + o.paths + ",").find("," + key + ",") == std::string::npos) continue;
     for (const bool graph : {true, false}) {
-      if (!graph && !ordered) continue;  // eager calls on one stream per rank are in order either way
-      for (size_t bytes : {size_t{8}, size_t{64}, size_t{512}, size_t{4096}, size_t{16384}, size_t{65536}}) {
+      if (!graph && (!ordered || !o.eager)) continue;  // eager calls on one stream per rank are in order anyway
+      for (const int size : o.sizes) {
+        const auto bytes = static_cast<size_t>(size);
         const auto us = timeCalls(n, o, graph, shm, [&](int r, cudaStream_t s) {
           comms[r]->allReduce(in[r], out[r], bytes / 4, DataType::Float32, ReduceOp::Sum, p.kernel, s);
         });
@@ -233,7 +243,8 @@ void symmetric(int n, const Options& o, bool ordered, double emptyGraphUs, doubl
     teardown.emplace_back([&, r] {
       CHECK_CUDA(cudaSetDevice(0));
       if (comms[r]->deviceStatus() != symmem::kernels::Status::Ok)
-        std::fprintf(stderr, "rank %d: %s\n", r, symmem::kernels::statusName(comms[r]->deviceStatus()));
+        std::fprintf(stderr, "rank %d: %s (waited for rank %d)\n", r,
+                     symmem::kernels::statusName(comms[r]->deviceStatus()), comms[r]->waitedRank());
       comms[r].reset();
       cudaFree(in[r]);
       cudaFree(out[r]);
@@ -274,6 +285,24 @@ int main(int argc, char** argv) {
       ++i;
     } else if (a == "--repeats" && next) {
       o.repeats = std::max(1, std::atoi(next));
+      ++i;
+    } else if (a == "--paths" && next) {
+      o.paths = next;
+      ++i;
+    } else if (a == "--sizes" && next) {
+      o.sizes.clear();
+      for (const char* q = next; *q;) {
+        char* end = nullptr;
+        const long x = std::strtol(q, &end, 10);
+        if (end == q || x < 4 || x > 65536) return 2;
+        o.sizes.push_back(static_cast<int>(x));
+        q = *end == ',' ? end + 1 : end;
+      }
+      ++i;
+    } else if (a == "--graph-only") {
+      o.eager = false;
+    } else if (a == "--timeout-ms" && next) {
+      o.timeoutMs = std::max(100, std::atoi(next));
       ++i;
     } else if (a == "--no-programmatic") {
       o.programmatic = false;
@@ -327,7 +356,7 @@ int main(int argc, char** argv) {
   }
   CHECK_CUDA(cudaFree(flags));
   emit({1, "flag-round-trip", "kernel", false, 4, statOf(trips)}, 0);
-  ncclOneRank(o);
+  if (o.paths.empty()) ncclOneRank(o);
   for (int n : o.ranks) {
     ShmAllGather shm(n, 64);
     const Stat emptyGraph =
