@@ -13,10 +13,14 @@ The wheel carries the install layout of the source build inside this package:
 
 or, in the program, ``nccl_symmem.enable()`` before the first NCCL communicator is created.
 """
+import ctypes
 import os
+import shlex
+import sys
 import warnings
 
-__all__ = ["PLUGIN_NAME", "enable", "export_line", "loaded_nccl", "nccl_library_dirs", "plugin_path", "tool_path"]
+__all__ = ["PLUGIN_NAME", "enable", "export_line", "loaded_nccl", "nccl_library_dirs", "plugin_path", "tool_path",
+           "tools"]
 
 PLUGIN_NAME = "libnccl-tuner-symmem.so"
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -49,8 +53,6 @@ def tools():
 
 def export_line():
     """The shell line that turns the plugin on: export NCCL_TUNER_PLUGIN=<path>."""
-    import shlex
-
     return "export NCCL_TUNER_PLUGIN=" + shlex.quote(plugin_path())
 
 
@@ -75,8 +77,6 @@ def loaded_nccl(maps="/proc/self/maps"):
 
 
 def _loaded_by_soname():
-    import ctypes
-
     try:
         ctypes.CDLL("libnccl.so.2", mode=os.RTLD_NOLOAD)
     except OSError:
@@ -88,8 +88,6 @@ def nccl_library_dirs(search_path=None):
     """Folders of the pip NCCL (the nvidia-nccl-cu* wheels: nvidia/nccl/lib/libnccl.so.2) on
     `search_path` (sys.path by default). The tools run with them on LD_LIBRARY_PATH, so in a venv whose
     NCCL came from pip they load the same NCCL the application does."""
-    import sys
-
     dirs = []
     for entry in sys.path if search_path is None else search_path:
         lib = os.path.join(entry or os.getcwd(), "nvidia", "nccl", "lib")
@@ -100,13 +98,13 @@ def nccl_library_dirs(search_path=None):
 
 def enable():
     """Sets NCCL_TUNER_PLUGIN to this package's plugin for this process (and for the processes it
-    starts afterwards, which inherit the environment: vLLM's and SGLang's workers), and returns the path.
+    starts afterwards, which inherit the environment), and returns the path.
 
     NCCL reads NCCL_TUNER_PLUGIN when its first communicator in the process finishes initialising and
     looks for its tuner then; a failure to load one (no variable set, no libnccl-tuner.so) is
     remembered for the whole process. So enable() must run before the first communicator is created:
-    before the engine (vLLM's LLM(...), SGLang's Engine) or torch.distributed's process group starts.
-    Once a communicator exists, setting the variable changes nothing in this process.
+    before the inference engine or torch.distributed's process group starts. Once a communicator was
+    created without it, setting the variable changes nothing in this process.
 
     Whether a communicator already exists cannot be seen from outside NCCL. What can be seen is
     whether libnccl is loaded into the process (/proc/self/maps): then one may exist, and enable()
