@@ -175,5 +175,5 @@ if __name__ == "__main__":
     if len(sys.argv) < 3:
         print(__doc__, file=sys.stderr)
         sys.exit(2)
-    PLUGIN, STAND_IN = sys.argv[1], sys.argv[2]
+    PLUGIN, STAND_IN = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])  # the checks run elsewhere
     unittest.main(argv=[sys.argv[0]] + sys.argv[3:], verbosity=2)
