@@ -37,7 +37,8 @@ for lib in libZydis.so.4.0 libZycore.so.1.4; do
   fi
 done
 if ! "$python" -c 'import build, setuptools, wheel' 2>/dev/null; then
-  echo "make_wheel: $python lacks build, setuptools or wheel (apt-get install python3-build python3-setuptools python3-wheel)" >&2
+  echo "make_wheel: $python lacks build, setuptools or wheel" \
+    "(apt-get install python3-build python3-setuptools python3-wheel)" >&2
   exit 1
 fi
 

@@ -31,7 +31,8 @@ def plugin_path():
     no plugin (the source tree, or a wheel built without one)."""
     path = os.path.join(_HERE, "lib", PLUGIN_NAME)
     if not os.path.isfile(path):
-        raise FileNotFoundError(f"{path} does not exist: this nccl_symmem has no plugin (install the nccl-symmem wheel)")
+        raise FileNotFoundError(
+            f"{path} does not exist: this nccl_symmem has no plugin (install the nccl-symmem wheel)")
     return path
 
 
