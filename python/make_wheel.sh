@@ -10,6 +10,8 @@
 # nccl_symmem/lib, copies the system's Zydis (libZydis.so.4.0, libZycore.so.1.4) beside the plugin,
 # whose RUNPATH is $ORIGIN and whose decoder looks there first, and writes
 # OUT_DIR/nccl_symmem-<version>-py3-none-linux_<machine>.whl. The source tree is not written to.
+# WHEEL_PYTHON (default /usr/bin/python3) and WHEEL_ZYDIS_DIR (default /usr/lib/x86_64-linux-gnu) name
+# the interpreter that builds and where the Zydis libraries are taken from.
 set -euo pipefail
 
 if [ $# -ne 2 ]; then
@@ -22,8 +24,8 @@ out=$(cd "$2" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 # Debian's interpreter: python3-build and python3-wheel are installed for it, not for another python3
 # on PATH (pyenv, conda).
-python=${SYMMEM_WHEEL_PYTHON:-/usr/bin/python3}
-zydis_dir=${SYMMEM_WHEEL_ZYDIS_DIR:-/usr/lib/x86_64-linux-gnu}
+python=${WHEEL_PYTHON:-/usr/bin/python3}
+zydis_dir=${WHEEL_ZYDIS_DIR:-/usr/lib/x86_64-linux-gnu}
 
 version=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$build/CMakeCache.txt")
 if [ -z "$version" ]; then
