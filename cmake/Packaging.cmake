@@ -44,7 +44,7 @@ set(CPACK_DEBIAN_PACKAGE_DEPENDS "libc6 (>= 2.34), libstdc++6 (>= 11), libgcc-s1
 # NCCL is a recommendation, not a dependency: what matters is the NCCL the application loads, and that
 # is often not a Debian package (a pip NCCL in a venv, the CUDA toolkit's copy); libnccl2 exists only
 # in NVIDIA's repository, so a hard dependency would stop the install wherever that is not set up.
-# matplotlib draws symmem-report's plots (the report is written without them).
+# matplotlib draws symmem-report's plots (without it the report is written without plots).
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "libnccl2, python3-matplotlib")
 include(CPack)
 
