@@ -37,6 +37,14 @@ def main(argv):
             continue
         if math.isfinite(r["us"]) and r["us"] > 0:
             good.append(r)
+    # A call faster than half an empty kernel did not run (its communicator timed out earlier and its
+    # kernels exit at once): not a measurement.
+    empties = {(r["ranks"], r["mode"]): r["us"] for r in good if r["path"] == "empty-kernel"}
+    dropped = [r for r in good if r["path"] != "empty-kernel" and r["us"] < 0.5 * empties.get((r["ranks"], r["mode"]), 0)]
+    if dropped:
+        print(f"plot_floor: {len(dropped)} rows faster than half an empty kernel left out (kernels that did not run)",
+              file=sys.stderr)
+    good = [r for r in good if r not in dropped]
     ranks = sorted({r["ranks"] for r in good if r["path"] not in ("nccl-1rank", "flag-round-trip")})
     if not ranks:
         print(f"plot_floor: no symmetric rows in {argv[1]}", file=sys.stderr)
