@@ -16,6 +16,7 @@
 #include <string>
 
 #include "tests/unit/forked_check.h"
+#include "tests/unit/temp_file.h"
 #include "tools/report_folder.h"
 
 namespace symmem::report {
@@ -25,22 +26,9 @@ namespace fs = std::filesystem;
 
 constexpr uid_t kNobody = 65534;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = "/tmp/symmem-folder-test-XXXXXX";
-    if (mkdtemp(pattern.data()) != nullptr) path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    if (!path_.empty()) fs::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
+// A folder of its own per test, named for this file.
+struct TempDir : testing::TempDir {
+  TempDir() : testing::TempDir("symmem-folder-test") {}
 };
 
 std::string readFile(const std::string& path) {

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <string>
 
+#include "tests/unit/temp_file.h"
 #include "tests/unit/tool_run.h"
 
 namespace symmem::report {
@@ -21,22 +22,9 @@ namespace fs = std::filesystem;
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = "/tmp/symmem-plots-test-XXXXXX";
-    if (mkdtemp(pattern.data()) != nullptr) path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    if (!path_.empty()) fs::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
+// A folder of its own per test, named for this file.
+struct TempDir : testing::TempDir {
+  TempDir() : testing::TempDir("symmem-plots-test") {}
 };
 
 std::string script() { return fs::path(SYMMEM_REPORT_PATH).parent_path().string() + "/symmem-report-plots"; }

@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/unit/temp_file.h"
 #include "tests/unit/tool_run.h"
 #include "tools/report_redact.h"
 #include "tools/report_text.h"
@@ -34,22 +35,9 @@ namespace fs = std::filesystem;
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = "/tmp/symmem-report-test-XXXXXX";
-    if (mkdtemp(pattern.data()) != nullptr) path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    if (!path_.empty()) fs::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
+// A folder of its own per test, named for this file.
+struct TempDir : testing::TempDir {
+  TempDir() : testing::TempDir("symmem-report-test") {}
 };
 
 using ReportRun = testing::ToolRun;

@@ -14,6 +14,7 @@
 
 #include "core/decision_table.h"
 #include "core/table_file.h"
+#include "tests/unit/temp_file.h"
 #include "tests/unit/tool_run.h"
 #include "tools/tune_output.h"
 
@@ -78,22 +79,9 @@ TEST(TableFileEnd, WordsFromTheFileAreEscapedInErrors) {
   EXPECT_TRUE(has(r.error, "\\x1b[31m")) << r.error;
 }
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = "/tmp/symmem-output-test-XXXXXX";
-    if (mkdtemp(pattern.data()) != nullptr) path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    if (!path_.empty()) fs::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
+// A folder of its own per test, named for this file.
+struct TempDir : testing::TempDir {
+  TempDir() : testing::TempDir("symmem-output-test") {}
 };
 
 TEST(TuneOutput, FilesAreWrittenByRenameAndLinksToThemAreReplacedNotFollowed) {

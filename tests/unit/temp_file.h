@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// A file with given contents under /tmp for the length of a test; removed on destruction.
+// A file with given contents, or an empty folder, under /tmp for the length of a test; removed on
+// destruction. And a whole file read back.
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 namespace symmem::testing {
@@ -32,5 +36,30 @@ class TempFile {
   std::string path_;
   bool ok_ = false;
 };
+
+class TempDir {
+ public:
+  explicit TempDir(const char* stem = "symmem-test") {
+    std::string pattern = std::string("/tmp/") + stem + "-XXXXXX";
+    if (mkdtemp(pattern.data()) != nullptr) path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+inline std::string readWholeFile(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
 
 }  // namespace symmem::testing
