@@ -596,6 +596,7 @@ CodeHookReport installCodeHooks(std::span<const CodeHook> hooks, const CodeHookO
 int undoCodeHooks() {
   HookState& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.installed.empty()) return 0;
   NoCancel noCancel;
   // Threads already in a trampoline finish there (it stays mapped); a thread inside the jump's bytes
   // cannot exist (it is one instruction); the put-back follows the same order as the write, so a

@@ -272,8 +272,8 @@ Seen look(pid_t tid) {
   char stat[512];
   const ssize_t m = readTaskFile(tid, "stat", stat, sizeof(stat));
   if (m < 0) return errno == ENOENT ? Seen::Gone : Seen::Running;
-  const char* close = std::strrchr(stat, ')');
-  if (close && close[1] == ' ' && (close[2] == 'Z' || close[2] == 'X')) return Seen::Gone;
+  const char* paren = std::strrchr(stat, ')');  // the state follows the name, which may hold ')'
+  if (paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X')) return Seen::Gone;
   return Seen::Running;
 }
 
