@@ -498,7 +498,9 @@ int gpuChild(const HealthMeasurements& m, const HealthOptions& o, ChildRecord* r
       setText(record->detail, "cannot open " + label(m.gpus[p]) + ": " + cudaGetErrorString(cudaGetLastError()));
       return 0;
     }
-    std::snprintf(record->name[p], sizeof record->name[p], "%s", prop.name);
+    // The driver's name field is 256 bytes; the record keeps the first 127 (no GPU name is longer).
+    std::snprintf(record->name[p], sizeof record->name[p], "%.*s", static_cast<int>(sizeof record->name[p] - 1),
+                  prop.name);
     record->ccMajor[p] = prop.major;
     record->ccMinor[p] = prop.minor;
     void* host = nullptr;

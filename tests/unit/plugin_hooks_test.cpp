@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <string>
@@ -411,7 +412,7 @@ TEST_F(PluginHooks, ASecondCopyOfThePluginStepsAside) {
     CHILD_CHECK(logCount("hooked 8 libnccl entry points") == 1, "hooked twice");
     CHILD_CHECK(logCount("(static NCCL?)") == 0, "the second copy mistook the first for a static NCCL");
     callEveryEntryPoint(c, true, "two copies");  // each call seen once, reaching NCCL once
-    std::system(("rm -rf " + copy.substr(0, copy.rfind('/'))).c_str());
+    std::filesystem::remove_all(copy.substr(0, copy.rfind('/')));
   });
   EXPECT_EQ(problems, "");
 }
@@ -427,7 +428,7 @@ TEST_F(PluginHooks, ASecondCopyUnderAGlobalFirstCopyStepsAside) {
     loadSecondCopyAsTuner(copy);
     CHILD_CHECK(logCount("interposes NCCL for the whole process: this copy") == 1, "no step-aside line");
     CHILD_CHECK(logCount("hooked") == 0, "the second copy hooked libnccl under the first one's interposer");
-    std::system(("rm -rf " + copy.substr(0, copy.rfind('/'))).c_str());
+    std::filesystem::remove_all(copy.substr(0, copy.rfind('/')));
   });
   EXPECT_EQ(problems, "");
 }
