@@ -246,15 +246,20 @@ std::string Redactor::redactPaths(std::string_view text) const {
   return out;
 }
 
-std::string Redactor::replaceGluedDirs(std::string_view text) const {
-  // The directories themselves, wherever they stand: also glued to other text ("-I/home/u/include"),
-  // where a path is not recognised as one. Longest first: the current directory is often in the home.
+std::vector<std::pair<std::string_view, std::string_view>> Redactor::directoriesLongestFirst() const {
   std::vector<std::pair<std::string_view, std::string_view>> dirs;
   for (const std::string& d : reportDirs_) dirs.emplace_back(d, ".");
   for (const std::string& d : homeDirs_) dirs.emplace_back(d, kHomeMarker);
   for (const std::string& d : currentDirs_) dirs.emplace_back(d, kCwdMarker);
   std::stable_sort(dirs.begin(), dirs.end(),
                    [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+  return dirs;
+}
+
+std::string Redactor::replaceGluedDirs(std::string_view text) const {
+  // The directories themselves, wherever they stand: also glued to other text ("-I/home/u/include"),
+  // where a path is not recognised as one.
+  const auto dirs = directoriesLongestFirst();
   std::string out(text);
   for (const auto& [dir, with] : dirs) {
     size_t pos = 0;
@@ -361,12 +366,7 @@ std::vector<std::string> Redactor::leftovers(std::string_view text) const {
 std::string Redactor::redactAnywhere(std::string_view text) const {
   std::string out = redactJoinedNames((*this)(text), true);
   // A directory left (it stood where no path starts): the same markers the paths get.
-  std::vector<std::pair<std::string_view, std::string_view>> dirs;
-  for (const std::string& d : reportDirs_) dirs.emplace_back(d, ".");
-  for (const std::string& d : homeDirs_) dirs.emplace_back(d, kHomeMarker);
-  for (const std::string& d : currentDirs_) dirs.emplace_back(d, kCwdMarker);
-  std::stable_sort(dirs.begin(), dirs.end(),
-                   [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+  const auto dirs = directoriesLongestFirst();
   for (const auto& [dir, with] : dirs) {
     size_t pos = 0;
     while ((pos = out.find(dir, pos)) != std::string::npos) {

@@ -23,6 +23,7 @@
 // ("xjdoe7"), and any of the directories; redactAnywhere() replaces what it finds.
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace symmem::report {
@@ -72,6 +73,9 @@ class Redactor {
   std::string replacePath(std::string_view path) const;
   std::string namedComponent(std::string_view component) const;
   std::string replaceGluedDirs(std::string_view text) const;
+  // The report folder, home and current directories with their markers, longest first (the current
+  // directory is often inside the home).
+  std::vector<std::pair<std::string_view, std::string_view>> directoriesLongestFirst() const;
   std::string redactNames(std::string_view text) const;
   std::string redactJoinedNames(std::string_view text, bool insideWords) const;
   std::string_view markerForName(std::string_view token, bool identityContext, bool qualifiedForms = true) const;
