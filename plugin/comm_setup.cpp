@@ -58,7 +58,7 @@ std::unique_ptr<CommState> setUpSymmetricComm(const RealNccl& nccl, const Proces
   cudaThreadExchangeStreamCaptureMode(&mode);
 
   const int64_t timeoutMs = process.timeoutMs;
-  NcclRecordGather gather(nccl.allGather, comm, nRanks);
+  NcclRecordGather gather(nccl.allGather, comm, nRanks, nccl.commGetAsyncError);
   auto finish = [&](std::string why) {
     state->why = std::move(why);
     cudaThreadExchangeStreamCaptureMode(&mode);

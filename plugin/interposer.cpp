@@ -9,15 +9,19 @@
 #include "core/log.h"
 #include "core/table_file.h"
 #include "kernels/scoped_device.h"
+#include "plugin/coll_config.h"
 
 namespace symmem {
 
 namespace {
-// Depth of ncclGroupStart/End nesting on this thread. Inside a group NCCL launches nothing until
-// the outermost End, and one thread may drive several ranks (nccl-tests -g N): a symmetric kernel
-// waiting for peers could then be launched before its peers' work exists. Grouped all-reduces go to
-// NCCL, the same way on every rank.
-thread_local int tGroupDepth = 0;
+// Set while a call is being handed to NCCL: should NCCL's own code reach a hooked entry point again
+// (an all-reduce implemented on top of another), that call goes straight to NCCL.
+thread_local bool tInsideNccl = false;
+
+struct InsideNccl {
+  InsideNccl() { tInsideNccl = true; }
+  ~InsideNccl() { tInsideNccl = false; }
+};
 }  // namespace
 
 std::optional<bool> streamIsCapturing(cudaStream_t stream) {
@@ -74,11 +78,15 @@ void Interposer::warnTimeoutOnce(ncclComm_t comm, CommState& state) const {
   });
 }
 
-std::shared_ptr<CommState> Interposer::setUp(ncclComm_t comm, cudaStream_t stream) {
+bool Interposer::maySetUp(cudaStream_t stream) const {
   // Setup synchronises and allocates: never inside a capture (the same on every rank, as every rank
   // runs the same program). The call goes to NCCL and setup waits for an eager call.
   const std::optional<bool> capturing = captureProbe_(stream);
-  if (!capturing || *capturing) return nullptr;
+  return capturing && !*capturing;
+}
+
+std::shared_ptr<CommState> Interposer::setUp(ncclComm_t comm, cudaStream_t stream) {
+  if (!maySetUp(stream)) return nullptr;
   // A non-blocking communicator still being created cannot take the setup exchange yet. Forwarding
   // this call instead would depend on timing, which differs between ranks: wait for it, as NCCL's
   // own blocking calls would.
@@ -124,42 +132,86 @@ std::shared_ptr<CommState> Interposer::setUp(ncclComm_t comm, cudaStream_t strea
   return it->second;
 }
 
+ncclResult_t Interposer::forward(const AllReduceCall& c) const {
+  SYMMEM_TRACE(kLogColl, "allreduce %zu elements on comm %p: NCCL", c.count, static_cast<void*>(c.comm));
+  const InsideNccl inside;
+  if (c.config != nullptr && nccl_.allReduceConfig)
+    return nccl_.allReduceConfig(c.sendbuff, c.recvbuff, c.count, c.datatype, c.op, c.comm, c.stream, c.config);
+  return nccl_.allReduce(c.sendbuff, c.recvbuff, c.count, c.datatype, c.op, c.comm, c.stream);
+}
+
 ncclResult_t Interposer::allReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                    ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  const Policy& policy = process_.policy;
-  const DataType dtype = dataTypeFromNccl(static_cast<int>(datatype));
-  const ReduceOp rop = reduceOpFromNccl(static_cast<int>(op));
+  const AllReduceCall c{sendbuff, recvbuff, count, datatype, op, comm, stream};
+  if (tInsideNccl) return nccl_.allReduce(sendbuff, recvbuff, count, datatype, op, comm, stream);
+  return route(c);
+}
+
+ncclResult_t Interposer::allReduceConfig(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                         ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream, const void* config) {
+  const AllReduceCall c{sendbuff, recvbuff, count, datatype, op, comm, stream, config};
+  if (tInsideNccl || !nccl_.allReduceConfig)
+    return nccl_.allReduceConfig ? nccl_.allReduceConfig(sendbuff, recvbuff, count, datatype, op, comm, stream, config)
+                                 : ncclInvalidUsage;
+  // What the configuration asks is the same on every rank (NCCL requires it), so is this verdict.
+  const CollConfigVerdict verdict = judgeCollConfig(config);
+  if (!verdict.symmetricAllowed) {
+    SYMMEM_TRACE(kLogColl, "allreduce with a configuration (%s) on comm %p: NCCL", verdict.why,
+                 static_cast<void*>(comm));
+    return forward(c);
+  }
+  return route(c);
+}
+
+std::optional<kernels::KernelChoice> Interposer::symmetricChoice(const AllReduceCall& c, const CommState& state) const {
+  const DataType dtype = dataTypeFromNccl(static_cast<int>(c.datatype));
+  const ReduceOp rop = reduceOpFromNccl(static_cast<int>(c.op));
+  const CollRequest request{Collective::AllReduce, rop, dtype, static_cast<uint64_t>(c.count) * dataTypeSize(dtype)};
+  const Decision d = decide(request, state.facts, state.entry, process_.policy);
+  if (!d.symmetric()) return std::nullopt;
+  return kernels::KernelChoice(d.path == Path::SymOneShot ? kernels::Algorithm::OneShot : kernels::Algorithm::TwoShot,
+                               d.variant);
+}
+
+ncclResult_t Interposer::route(const AllReduceCall& c) {
+  const DataType dtype = dataTypeFromNccl(static_cast<int>(c.datatype));
+  const ReduceOp rop = reduceOpFromNccl(static_cast<int>(c.op));
   // Whether a call can start setup depends on the call only, never on this rank's settings: a rank
   // with the path off still takes part in the setup vote, so that every rank posts the same
   // collectives (setup_vote.h).
-  if (count == 0 || tGroupDepth > 0 || !symmetricSupports(dtype, rop))
-    return forward(sendbuff, recvbuff, count, datatype, op, comm, stream);
+  if (c.count == 0 || !symmetricSupports(dtype, rop)) return forward(c);
+  if (inGroup()) return hold(c);
 
-  std::shared_ptr<CommState> state = find(comm);
-  if (state == nullptr) state = setUp(comm, stream);
-  if (state == nullptr || !state->ready) return forward(sendbuff, recvbuff, count, datatype, op, comm, stream);
+  std::shared_ptr<CommState> state = find(c.comm);
+  if (state == nullptr) state = setUp(c.comm, c.stream);
+  if (state == nullptr || !state->ready) return forward(c);
+  const std::optional<kernels::KernelChoice> kernel = symmetricChoice(c, *state);
+  if (!kernel) return forward(c);
+  return launch(c, *state, *kernel);
+}
 
-  const CollRequest request{Collective::AllReduce, rop, dtype, static_cast<uint64_t>(count) * dataTypeSize(dtype)};
-  const Decision d = decide(request, state->facts, state->entry, policy);
-  if (!d.symmetric()) return forward(sendbuff, recvbuff, count, datatype, op, comm, stream);
-
-  const kernels::KernelChoice kernel(
-      d.path == Path::SymOneShot ? kernels::Algorithm::OneShot : kernels::Algorithm::TwoShot, d.variant);
-  const kernels::Status status = state->symmetric->allReduce(sendbuff, recvbuff, count, dtype, rop, kernel, stream);
+ncclResult_t Interposer::launch(const AllReduceCall& c, CommState& state, kernels::KernelChoice kernel) {
+  const DataType dtype = dataTypeFromNccl(static_cast<int>(c.datatype));
+  const ReduceOp rop = reduceOpFromNccl(static_cast<int>(c.op));
+  const kernels::Status status =
+      state.symmetric->allReduce(c.sendbuff, c.recvbuff, c.count, dtype, rop, kernel, c.stream);
   switch (status) {
     case kernels::Status::Ok:
-      SYMMEM_TRACE(kLogColl, "allreduce %zu x %s on comm %p: %s", count, std::string(dataTypeName(dtype)).c_str(),
-                   static_cast<void*>(comm), std::string(pathName(d.path)).c_str());
+      SYMMEM_TRACE(
+          kLogColl, "allreduce %zu x %s on comm %p: %s", c.count, std::string(dataTypeName(dtype)).c_str(),
+          static_cast<void*>(c.comm),
+          std::string(pathName(kernel.algorithm == kernels::Algorithm::OneShot ? Path::SymOneShot : Path::SymTwoShot))
+              .c_str());
       return ncclSuccess;
     case kernels::Status::Unsupported:
-      return forward(sendbuff, recvbuff, count, datatype, op, comm, stream);
+      return forward(c);
     case kernels::Status::PeerTimeout:
-      warnTimeoutOnce(comm, *state);
+      warnTimeoutOnce(c.comm, state);
       return ncclSystemError;
     case kernels::Status::CudaError:
-      std::call_once(state->errorReported, [&] {
+      std::call_once(state.errorReported, [&] {
         SYMMEM_WARN("comm %p rank %d: launching the symmetric all-reduce failed with a CUDA error",
-                    static_cast<void*>(comm), state->rank);
+                    static_cast<void*>(c.comm), state.rank);
       });
       return ncclUnhandledCudaError;
   }
@@ -206,19 +258,6 @@ ncclResult_t Interposer::commGetAsyncError(ncclComm_t comm, ncclResult_t* asyncE
     *asyncError = ncclSystemError;
   }
   return r;
-}
-
-ncclResult_t Interposer::groupStart() {
-  SYMMEM_TRACE(kLogColl, "group start (depth %d)", tGroupDepth);
-  ncclResult_t r = nccl_.groupStart();
-  if (r == ncclSuccess) ++tGroupDepth;
-  return r;
-}
-
-ncclResult_t Interposer::groupEnd() {
-  SYMMEM_TRACE(kLogColl, "group end (depth %d)", tGroupDepth);
-  if (tGroupDepth > 0) --tGroupDepth;
-  return nccl_.groupEnd();
 }
 
 }  // namespace symmem

@@ -16,6 +16,8 @@
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "core/decision.h"
 #include "core/log.h"
@@ -37,6 +39,18 @@ struct CommState {
   std::once_flag errorReported;
 };
 
+// One all-reduce as the application issued it.
+struct AllReduceCall {
+  const void* sendbuff;
+  void* recvbuff;
+  size_t count;
+  ncclDataType_t datatype;
+  ncclRedOp_t op;
+  ncclComm_t comm;
+  cudaStream_t stream;
+  const void* config = nullptr;  // ncclAllReduceConfig's: NCCL gets it back with the call
+};
+
 // The collective setup step; injectable so the interposer's bookkeeping is tested without GPUs.
 using CommSetupFn = std::function<std::unique_ptr<CommState>(ncclComm_t comm, int rank, int nRanks, int device)>;
 
@@ -51,6 +65,10 @@ class Interposer {
 
   ncclResult_t allReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
                          ncclComm_t comm, cudaStream_t stream);
+  // NCCL 2.31's ncclAllReduceConfig: decided like allReduce when `config` asks nothing of the
+  // execution (plugin/coll_config.h), otherwise NCCL's, unchanged.
+  ncclResult_t allReduceConfig(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                               ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream, const void* config);
   ncclResult_t commDestroy(ncclComm_t comm);
   ncclResult_t commFinalize(ncclComm_t comm);
   ncclResult_t commAbort(ncclComm_t comm);
@@ -58,8 +76,15 @@ class Interposer {
   // NCCL's async error, or, when NCCL has none, ncclSystemError once a symmetric kernel of this
   // communicator timed out (inside a replayed graph too): what PyTorch's watchdog polls.
   ncclResult_t commGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError);
+  // Groups (plugin/interposer_group.cpp; the rules: docs/transparent-use.md, "Groups"). Inside a
+  // group, all-reduces the table puts on the symmetric path are held; the outermost ncclGroupEnd
+  // launches them in issue order, then ends NCCL's group, then sets up the communicators that the
+  // group met for the first time, together.
   ncclResult_t groupStart();
   ncclResult_t groupEnd();
+  // Ends the group the way NCCL's simulation does: held all-reduces are handed to NCCL first, so that
+  // it estimates the group as it was issued; nothing is launched.
+  ncclResult_t groupSimulateEnd(ncclSimInfo_t* simInfo);
 
   size_t liveCommunicators() const;
   // Around fork (pthread_atfork): a child must not inherit the communicator table's lock held by a
@@ -72,12 +97,23 @@ class Interposer {
   const RealNccl& nccl() const { return nccl_; }
 
  private:
-  ncclResult_t forward(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
-                       ncclComm_t comm, cudaStream_t stream) {
-    SYMMEM_TRACE(kLogColl, "allreduce %zu elements on comm %p: NCCL", count, static_cast<void*>(comm));
-    return nccl_.allReduce(sendbuff, recvbuff, count, datatype, op, comm, stream);
-  }
+  struct HeldAllReduce;
+  ncclResult_t forward(const AllReduceCall& c) const;
+  ncclResult_t route(const AllReduceCall& c);
+  // The kernel the table picks for this call on a set-up communicator, or nullopt (NCCL's call).
+  std::optional<kernels::KernelChoice> symmetricChoice(const AllReduceCall& c, const CommState& state) const;
+  // Launches the symmetric kernel; a call the kernels cannot take goes to NCCL.
+  ncclResult_t launch(const AllReduceCall& c, CommState& state, kernels::KernelChoice kernel);
+  static bool inGroup();                           // this thread is inside ncclGroupStart/End
+  static std::vector<HeldAllReduce>& heldCalls();  // this thread's, in issue order
+  ncclResult_t hold(const AllReduceCall& c);
+  ncclResult_t endOutermostGroup();
+  // Sets up every communicator in `comms` at once, one thread each, so that one thread driving several
+  // ranks (ncclCommInitAll, nccl-tests -g N) never waits for an exchange it has yet to post itself.
+  void setUpTogether(const std::vector<std::pair<ncclComm_t, cudaStream_t>>& comms);
   std::shared_ptr<CommState> find(ncclComm_t comm) const;
+  // Whether setup may run for a call on `stream` now: never inside a capture (cannot tell: no).
+  bool maySetUp(cudaStream_t stream) const;
   std::shared_ptr<CommState> setUp(ncclComm_t comm, cudaStream_t stream);
   // Drops the communicator's state; its symmetric path is freed once its own kernels have ended
   // (kernels::SymmetricComm's destructor). `abort` (abort, revoke): first every wait of those kernels

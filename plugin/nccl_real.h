@@ -2,7 +2,8 @@
 #pragma once
 // NCCL's functions resolved at run time: the one table for the interposer (from the loaded libnccl's
 // pncclX aliases) and for the tools (ncclX from a library they dlopen). One plugin binary works with
-// every NCCL 2.21 - 2.32 even where an entry point (ncclCommRevoke) does not exist: those stay null.
+// every NCCL 2.21 - 2.32 even where an entry point (ncclCommRevoke, ncclAllReduceConfig) does not exist: those stay
+// null.
 #include <nccl.h>
 
 namespace symmem {
@@ -17,6 +18,10 @@ struct RealNccl {
   ncclResult_t (*commRevoke)(ncclComm_t, int) = nullptr;  // NCCL 2.28.7+
   ncclResult_t (*groupStart)() = nullptr;
   ncclResult_t (*groupEnd)() = nullptr;
+  ncclResult_t (*groupSimulateEnd)(ncclSimInfo_t*) = nullptr;  // NCCL 2.22+
+  // NCCL 2.31+: ncclAllReduce with a trailing `const ncclCollConfig_t*` (plugin/coll_config.h).
+  ncclResult_t (*allReduceConfig)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t,
+                                  const void*) = nullptr;
   ncclResult_t (*commCount)(const ncclComm_t, int*) = nullptr;
   ncclResult_t (*commUserRank)(const ncclComm_t, int*) = nullptr;
   ncclResult_t (*commCuDevice)(const ncclComm_t, int*) = nullptr;
@@ -46,6 +51,8 @@ void forEachNcclFunction(RealNccl& r, F&& f) {
   f(r.commRevoke, "ncclCommRevoke");
   f(r.groupStart, "ncclGroupStart");
   f(r.groupEnd, "ncclGroupEnd");
+  f(r.groupSimulateEnd, "ncclGroupSimulateEnd");
+  f(r.allReduceConfig, "ncclAllReduceConfig");
   f(r.commCount, "ncclCommCount");
   f(r.commUserRank, "ncclCommUserRank");
   f(r.commCuDevice, "ncclCommCuDevice");

@@ -25,11 +25,14 @@ namespace symmem {
 class NcclRecordGather {
  public:
   using AllGatherFn = decltype(&ncclAllGather);
+  using AsyncErrorFn = decltype(&ncclCommGetAsyncError);
   static constexpr size_t kRecordBytes = 4096;  // the largest record any exchange carries
   static constexpr auto kStillWaitingEvery = std::chrono::seconds(60);
 
-  NcclRecordGather(AllGatherFn allGather, ncclComm_t comm, int nRanks)
-      : allGather_(allGather), comm_(comm), nRanks_(nRanks) {
+  // `asyncError` (may be null: blocking communicators only) lets the exchange run on a non-blocking
+  // communicator, whose all-gather may return ncclInProgress before NCCL has enqueued it.
+  NcclRecordGather(AllGatherFn allGather, ncclComm_t comm, int nRanks, AsyncErrorFn asyncError = nullptr)
+      : allGather_(allGather), asyncError_(asyncError), comm_(comm), nRanks_(nRanks) {
     const size_t total = kRecordBytes * static_cast<size_t>(nRanks);
     ready_ = cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking) == cudaSuccess &&
              cudaMalloc(&device_, total + kRecordBytes) == cudaSuccess &&
@@ -61,7 +64,8 @@ class NcclRecordGather {
     if (cudaMemcpyAsync(sendDev, sendHost, bytes, cudaMemcpyHostToDevice, stream_) != cudaSuccess) {
       cudaGetLastError();  // the all-gather below still runs; peers see whatever this rank holds
     }
-    if (allGather_(sendDev, device_, bytes, ncclUint8, comm_, stream_) != ncclSuccess) {
+    const ncclResult_t posted = allGather_(sendDev, device_, bytes, ncclUint8, comm_, stream_);
+    if (posted != ncclSuccess && !(posted == ncclInProgress && waitUntilEnqueued())) {
       SYMMEM_WARN("setup on comm %p: ncclAllGather could not be posted", static_cast<void*>(comm_));
       return false;
     }
@@ -90,7 +94,20 @@ class NcclRecordGather {
   }
 
  private:
+  // A non-blocking communicator's call returned ncclInProgress: nothing may go on the stream until
+  // NCCL says the call is enqueued (ncclCommGetAsyncError leaves ncclInProgress). NCCL's own wait.
+  bool waitUntilEnqueued() {
+    if (!asyncError_) return false;
+    for (;;) {
+      ncclResult_t state = ncclInProgress;
+      if (asyncError_(comm_, &state) != ncclSuccess) return false;
+      if (state != ncclInProgress) return state == ncclSuccess;
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
+
   AllGatherFn allGather_;
+  AsyncErrorFn asyncError_;
   ncclComm_t comm_;
   int nRanks_;
   cudaStream_t stream_ = nullptr;

@@ -44,6 +44,18 @@ SYMMEM_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* 
 }
 SYMMEM_EXPORT ncclResult_t ncclGroupStart() { return Process::get().interposer().groupStart(); }
 SYMMEM_EXPORT ncclResult_t ncclGroupEnd() { return Process::get().interposer().groupEnd(); }
+SYMMEM_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
+  return Process::get().interposer().groupSimulateEnd(simInfo);
+}
+
+namespace {
+// NCCL 2.31's ncclAllReduceConfig (its config type is not in the headers built against): reached only
+// through the code hooks and GOT rebinding, never exported (exports.map).
+ncclResult_t allReduceConfigEntry(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                  ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream, const void* config) {
+  return Process::get().interposer().allReduceConfig(sendbuff, recvbuff, count, datatype, op, comm, stream, config);
+}
+}  // namespace
 
 namespace {
 
@@ -53,8 +65,8 @@ using symmem::Rebinding;
 void* fn(auto f) { return reinterpret_cast<void*>(f); }
 
 // The entry points the interposer must see, as (name, our definition, NCCL's). All of them or none:
-// an all-reduce seen without its group calls could run a kernel inside a group, and one seen without
-// the teardown calls would outlive its communicator.
+// an all-reduce seen without its group calls could run a kernel inside a group (or hold one past a
+// group's simulated end), and one seen without the teardown calls would outlive its communicator.
 struct EntryPoint {
   const char* name;
   void* ours;
@@ -69,16 +81,23 @@ std::vector<EntryPoint> entryPoints(const symmem::RealNccl& real) {
       {"ncclGroupStart", fn(&ncclGroupStart), fn(real.groupStart)},
       {"ncclGroupEnd", fn(&ncclGroupEnd), fn(real.groupEnd)},
   };
-  // Entry points this NCCL may not have (Finalize 2.14+, Revoke 2.28.7+).
+  // Entry points this NCCL may not have (Finalize 2.14+, SimulateEnd 2.22+, Revoke 2.28.7+).
   if (real.commFinalize) points.push_back({"ncclCommFinalize", fn(&ncclCommFinalize), fn(real.commFinalize)});
+  if (real.groupSimulateEnd)
+    points.push_back({"ncclGroupSimulateEnd", fn(&ncclGroupSimulateEnd), fn(real.groupSimulateEnd)});
   if (real.commRevoke) points.push_back({"ncclCommRevoke", fn(&ncclCommRevoke), fn(real.commRevoke)});
   return points;
 }
 
 // Entry points taken where they can be, not needed for the others: ncclCommGetAsyncError reports a
-// symmetric kernel's timeout inside a replayed graph (without it, the next call or teardown does).
+// symmetric kernel's timeout inside a replayed graph (without it, the next call or teardown does);
+// ncclAllReduceConfig (NCCL 2.31+) is a second way to issue an all-reduce (without it, those calls
+// stay on NCCL).
 std::vector<EntryPoint> optionalEntryPoints(const symmem::RealNccl& real) {
-  return {{"ncclCommGetAsyncError", fn(&ncclCommGetAsyncError), fn(real.commGetAsyncError)}};
+  std::vector<EntryPoint> points = {{"ncclCommGetAsyncError", fn(&ncclCommGetAsyncError), fn(real.commGetAsyncError)}};
+  if (real.allReduceConfig)
+    points.push_back({"ncclAllReduceConfig", fn(&allReduceConfigEntry), fn(real.allReduceConfig)});
+  return points;
 }
 
 // The plugin as it names itself in the trampoline page, so that another copy can tell whose hooks

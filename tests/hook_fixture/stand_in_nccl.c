@@ -38,6 +38,23 @@ HIDDEN ncclResult standInAllReduce(const void* send, void* recv, size_t count, i
   record.stream = stream;
   return kRemoteError;
 }
+HIDDEN ncclResult standInAllReduceConfig(const void* send, void* recv, size_t count, int dtype, int op, void* comm,
+                                         void* stream, const void* config) {
+  record.allReduceConfigs++;
+  record.send = send;
+  record.recv = recv;
+  record.count = count;
+  record.dtype = dtype;
+  record.op = op;
+  record.comm = comm;
+  record.stream = stream;
+  record.config = config;
+  return kRemoteError;
+}
+HIDDEN ncclResult standInGroupSimulateEnd(void* simInfo) {
+  record.simulateEnds++;
+  return kSuccess;
+}
 HIDDEN ncclResult standInGroupStart(void) {
   record.groupStartBodies++;
   return kSuccess;

@@ -117,4 +117,32 @@ pncclCommRevoke:
         .size pncclCommRevoke, .-pncclCommRevoke
         ALIAS CommRevoke
 
+/* NCCL 2.31+: ncclAllReduceConfig (a stack argument: the config) and ncclGroupSimulateEnd. */
+        .p2align 4
+        .globl pncclAllReduceConfig
+        .type pncclAllReduceConfig,@function
+pncclAllReduceConfig:
+        endbr64
+        push %rbp
+        mov %rsp,%rbp
+        push %r12
+        pop %r12
+        pop %rbp
+        jmp standInAllReduceConfig
+        .size pncclAllReduceConfig, .-pncclAllReduceConfig
+        ALIAS AllReduceConfig
+
+        .p2align 4
+        .globl pncclGroupSimulateEnd
+        .type pncclGroupSimulateEnd,@function
+pncclGroupSimulateEnd:
+        push %rbp
+        mov %rsp,%rbp
+        push %rbx
+        pop %rbx
+        pop %rbp
+        jmp standInGroupSimulateEnd
+        .size pncclGroupSimulateEnd, .-pncclGroupSimulateEnd
+        ALIAS GroupSimulateEnd
+
         .section .note.GNU-stack,"",@progbits

@@ -14,5 +14,7 @@ typedef struct {
   void* stream;
   void* lastTeardownComm;
   int revokeFlags;
+  int allReduceConfigs, simulateEnds; /* NCCL 2.31+ entry points' bodies */
+  const void* config;                 /* the last ncclAllReduceConfig's configuration */
   int asyncErrorBodies; /* pncclCommGetAsyncError's body ran (from outside, or from the stand-in itself) */
 } StandInRecord;

@@ -3,145 +3,10 @@
 // when setup runs, what teardown forgets, how kernel errors surface. No GPU needed.
 #include <gtest/gtest.h>
 
-#include <map>
-
-#include "core/log.h"
-#include "plugin/interposer.h"
+#include "tests/unit/interposer_fakes.h"
 
 namespace symmem {
 namespace {
-
-// A stand-in NCCL: counts calls; communicators are fake pointers with a size table.
-struct FakeNccl {
-  static inline int allReduces = 0, destroys = 0, groupStarts = 0, groupEnds = 0, aborts = 0, finalizes = 0;
-  static inline std::map<ncclComm_t, int> sizes;
-  static inline ncclResult_t asyncState = ncclSuccess;
-  static inline int inProgressPolls = 0;  // answers ncclInProgress this many more times
-  static inline int asyncPolls = 0;
-
-  static RealNccl table() {
-    RealNccl r;
-    r.allReduce = [](const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t) {
-      ++allReduces;
-      return ncclSuccess;
-    };
-    r.allGather = [](const void*, void*, size_t, ncclDataType_t, ncclComm_t, cudaStream_t) { return ncclSuccess; };
-    r.commDestroy = [](ncclComm_t) {
-      ++destroys;
-      return ncclSuccess;
-    };
-    r.commFinalize = [](ncclComm_t) {
-      ++finalizes;
-      return ncclSuccess;
-    };
-    r.commAbort = [](ncclComm_t) {
-      ++aborts;
-      return ncclSuccess;
-    };
-    r.groupStart = [] {
-      ++groupStarts;
-      return ncclSuccess;
-    };
-    r.groupEnd = [] {
-      ++groupEnds;
-      return ncclSuccess;
-    };
-    r.commCount = [](const ncclComm_t c, int* n) {
-      *n = sizes[c];
-      return ncclSuccess;
-    };
-    r.commUserRank = [](const ncclComm_t, int* rank) {
-      *rank = 0;
-      return ncclSuccess;
-    };
-    r.commCuDevice = [](const ncclComm_t, int* dev) {
-      *dev = 0;
-      return ncclSuccess;
-    };
-    r.commGetAsyncError = [](ncclComm_t, ncclResult_t* s) {
-      ++asyncPolls;
-      *s = inProgressPolls > 0 ? (--inProgressPolls, ncclInProgress) : asyncState;
-      return ncclSuccess;
-    };
-    return r;
-  }
-  static void reset() {
-    allReduces = destroys = groupStarts = groupEnds = aborts = finalizes = 0;
-    sizes.clear();
-    asyncState = ncclSuccess;
-    inProgressPolls = asyncPolls = 0;
-  }
-};
-
-// A stand-in for the kernels: records what it was asked to do.
-class FakeSymmetric : public kernels::SymmetricComm {
- public:
-  static inline int calls = 0;
-  static inline kernels::Algorithm lastAlgorithm = kernels::Algorithm::OneShot;
-  static inline SymVariant lastVariant = SymVariant::Push;
-  static inline kernels::Status answer = kernels::Status::Ok;
-  static inline int destroyed = 0;
-  ~FakeSymmetric() override { ++destroyed; }
-  kernels::Status allReduce(const void*, void*, size_t, DataType, ReduceOp, kernels::KernelChoice k,
-                            cudaStream_t) override {
-    ++calls;
-    lastAlgorithm = k.algorithm;
-    lastVariant = k.variant;
-    return answer;
-  }
-  void abort() override { ++aborted; }
-  kernels::Status deviceStatus() const override { return device; }
-  int waitedRank() const override { return 1; }
-  static inline int aborted = 0;
-  static inline kernels::Status device = kernels::Status::Ok;
-  const kernels::SymmetricConfig& config() const override { return config_; }
-
- private:
-  kernels::SymmetricConfig config_;
-};
-
-ncclComm_t fakeComm(uintptr_t id, int size) {
-  auto c = reinterpret_cast<ncclComm_t>(id);
-  FakeNccl::sizes[c] = size;
-  return c;
-}
-
-class InterposerTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    FakeNccl::reset();
-    FakeSymmetric::calls = 0;
-    FakeSymmetric::answer = kernels::Status::Ok;
-    FakeSymmetric::destroyed = 0;
-    FakeSymmetric::aborted = 0;
-    FakeSymmetric::device = kernels::Status::Ok;
-    nccl = FakeNccl::table();
-    table = DecisionTable::builtIn();
-    process.table = &table;
-  }
-
-  Interposer make(bool ready, bool capturing = false) {
-    return Interposer(
-        nccl, process,
-        [this, ready](ncclComm_t, int rank, int nRanks, int device) {
-          ++setups;
-          auto s = std::make_unique<CommState>();
-          s->facts = CommFacts{nRanks, 1, {12, 0}, LinkClass::PcieSameSwitch, true, 1 << 20};
-          s->entry = table.thresholdsFor({12, 0}, LinkClass::PcieSameSwitch, nRanks).entry;
-          s->ready = ready;
-          s->why = ready ? "ready" : "no P2P";
-          if (ready) s->symmetric = std::make_unique<FakeSymmetric>();
-          return s;
-        },
-        [capturing](cudaStream_t) { return std::optional<bool>(capturing); });
-  }
-
-  RealNccl nccl;
-  DecisionTable table;
-  ProcessContext process;
-  int setups = 0;
-  char buf[64] = {};
-};
 
 TEST_F(InterposerTest, IneligibleCallsGoStraightToNcclWithoutSetup) {
   Interposer ip = make(true);
@@ -219,23 +84,6 @@ TEST_F(InterposerTest, NonBlockingInitIsWaitedForNotForwarded) {
   EXPECT_EQ(eager.allReduce(buf, buf, 8, ncclFloat32, ncclSum, broken, nullptr), ncclSuccess);
   EXPECT_EQ(setups, 1);
   EXPECT_EQ(FakeNccl::allReduces, 1);
-}
-
-TEST_F(InterposerTest, GroupedCallsGoToNccl) {
-  Interposer ip = make(true);
-  ncclComm_t comm = fakeComm(0x5000, 2);
-  EXPECT_EQ(ip.groupStart(), ncclSuccess);
-  EXPECT_EQ(ip.groupStart(), ncclSuccess);
-  EXPECT_EQ(ip.allReduce(buf, buf, 8, ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
-  EXPECT_EQ(ip.groupEnd(), ncclSuccess);
-  EXPECT_EQ(ip.allReduce(buf, buf, 8, ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
-  EXPECT_EQ(ip.groupEnd(), ncclSuccess);
-  EXPECT_EQ(FakeNccl::allReduces, 2);
-  EXPECT_EQ(setups, 0);
-  EXPECT_EQ(ip.allReduce(buf, buf, 8, ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
-  EXPECT_EQ(FakeSymmetric::calls, 1) << "outside the group again";
-  EXPECT_EQ(FakeNccl::groupStarts, 2);
-  EXPECT_EQ(FakeNccl::groupEnds, 2);
 }
 
 TEST_F(InterposerTest, TeardownForgetsTheCommunicatorSoAReusedAddressStartsFresh) {

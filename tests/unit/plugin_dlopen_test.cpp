@@ -318,10 +318,11 @@ TEST(PluginExports, OnlyTheAllowedDynamicSymbols) {
     names.push_back(l.substr(last + 1, l.size() - last - 2));
   }
   ASSERT_EQ(pclose(p), 0);
-  const std::vector<std::string> allowed = {
-      "ncclTunerPlugin_v2", "ncclTunerPlugin_v3", "ncclTunerPlugin_v4", "ncclTunerPlugin_v5",   "ncclTunerPlugin_v6",
-      "ncclTunerPlugin_v7", "ncclAllReduce",      "ncclCommDestroy",    "ncclCommFinalize",     "ncclCommAbort",
-      "ncclCommRevoke",     "ncclGroupStart",     "ncclGroupEnd",       "ncclCommGetAsyncError"};
+  const std::vector<std::string> allowed = {"ncclTunerPlugin_v2", "ncclTunerPlugin_v3",    "ncclTunerPlugin_v4",
+                                            "ncclTunerPlugin_v5", "ncclTunerPlugin_v6",    "ncclTunerPlugin_v7",
+                                            "ncclAllReduce",      "ncclCommDestroy",       "ncclCommFinalize",
+                                            "ncclCommAbort",      "ncclCommRevoke",        "ncclGroupStart",
+                                            "ncclGroupEnd",       "ncclCommGetAsyncError", "ncclGroupSimulateEnd"};
   for (const std::string& n : names)
     EXPECT_NE(std::find(allowed.begin(), allowed.end(), n), allowed.end()) << "unexpected export: " << n;
   for (const std::string& a : allowed)
@@ -371,8 +372,9 @@ TEST(PluginExports, OwnEntryPointsBindLocally) {
   char line[1024];
   while (fgets(line, sizeof(line), p)) out += line;
   ASSERT_EQ(pclose(p), 0);
-  for (const char* name : {"ncclAllReduce", "ncclCommDestroy", "ncclCommAbort", "ncclCommFinalize", "ncclGroupStart",
-                           "ncclGroupEnd", "ncclCommRevoke", "ncclCommGetAsyncError"}) {
+  for (const char* name :
+       {"ncclAllReduce", "ncclCommDestroy", "ncclCommAbort", "ncclCommFinalize", "ncclGroupStart", "ncclGroupEnd",
+        "ncclCommRevoke", "ncclCommGetAsyncError", "ncclGroupSimulateEnd", "ncclAllReduceConfig"}) {
     std::string needle = std::string(" ") + name + " ";
     std::string needle2 = std::string(" ") + name + " +";
     EXPECT_EQ(out.find(std::string(" ") + name + "\n"), std::string::npos);

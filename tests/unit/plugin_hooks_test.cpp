@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <climits>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -71,6 +72,8 @@ struct Caller {
   RevokeFn revoke = nullptr;
   int (*asyncError)(void*, int*) = nullptr;
   int (*asyncErrorFromInside)(void*) = nullptr;
+  int (*allReduceConfig)(const void*, void*, size_t, int, int, void*, void*, const void*) = nullptr;
+  int (*simulateEnd)(void*) = nullptr;
   StandInRecord* record = nullptr;
   int (*groupStartCount)() = nullptr;
   void (*setAbortCallback)(void (*)()) = nullptr;
@@ -88,7 +91,8 @@ struct Caller {
         get("ncclGroupEnd", groupEnd) && get("ncclCommDestroy", destroy) && get("ncclCommAbort", abort) &&
         get("ncclCommFinalize", finalize) && get("ncclCommRevoke", revoke) && get("standInRecord", recordFn) &&
         get("standInGroupStartCount", groupStartCount) && get("standInSetAbortCallback", setAbortCallback) &&
-        get("ncclCommGetAsyncError", asyncError) && get("standInAsyncErrorFromInside", asyncErrorFromInside);
+        get("ncclCommGetAsyncError", asyncError) && get("standInAsyncErrorFromInside", asyncErrorFromInside) &&
+        get("ncclAllReduceConfig", allReduceConfig) && get("ncclGroupSimulateEnd", simulateEnd);
     if (ok) record = recordFn();
     return ok;
   }
@@ -220,7 +224,7 @@ TEST_F(PluginHooks, CachedPointersReachThePluginAndSurviveItsUnload) {
     if (!gProblems.empty()) return;
     void* nccl = dlopen("libnccl.so.2", RTLD_NOW | RTLD_NOLOAD);
     CHILD_CHECK(nccl == c.nccl, "the plugin bound to another libnccl.so.2 than the stand-in");
-    CHILD_CHECK(logCount("hooked 8 libnccl entry points") == 1, "no hook line");
+    CHILD_CHECK(logCount("hooked 10 libnccl entry points") == 1, "no hook line");
     CHILD_CHECK(logCount("stays loaded for the life of the process") == 1, "no pin line");
     callEveryEntryPoint(c, true, "hooked");
     // Inside a group the all-reduce goes to NCCL (and is seen going there).
@@ -235,7 +239,7 @@ TEST_F(PluginHooks, CachedPointersReachThePluginAndSurviveItsUnload) {
 
     // A second communicator: the tuner loads again; nothing is hooked twice.
     CHILD_CHECK(t.load(), "the plugin did not load a second time");
-    CHILD_CHECK(logCount("hooked 8 libnccl entry points") == 1, "hooked again");
+    CHILD_CHECK(logCount("hooked 10 libnccl entry points") == 1, "hooked again");
     callEveryEntryPoint(c, true, "second load");
     // Abort of the last communicator, with NCCL unloading the tuner inside it.
     gAbortTuner = &t;
@@ -246,6 +250,58 @@ TEST_F(PluginHooks, CachedPointersReachThePluginAndSurviveItsUnload) {
     c.setAbortCallback(nullptr);
     takeTheOldAddresses();
     callEveryEntryPoint(c, true, "after the last communicator was aborted");
+  });
+  EXPECT_EQ(problems, "");
+}
+
+// What XLA does: its own dlsym'd pointers, every collective inside its own group; and NCCL 2.31's
+// ncclAllReduceConfig: plain configurations are decided like ncclAllReduce, forcing ones reach NCCL
+// with their configuration, and a simulated group end reaches NCCL's.
+TEST_F(PluginHooks, GroupedCallsAndTheConfigEntryPointReachThePlugin) {
+  const std::string problems = withCallerAndTuner({}, [](Caller& c, Tuner&) {
+    CHILD_CHECK(logCount("hooked 10 libnccl entry points") == 1, "the 2.31 entry points were not hooked");
+    const StandInRecord before = *c.record;
+    for (int i = 0; i < 3; ++i) {
+      CHILD_CHECK(c.groupStart() == 0, "group start");
+      CHILD_CHECK(c.allReduce(kSend, kRecv, 5, kFloat32, kSum, kComm, nullptr) == kRemoteError,
+                  "a grouped call's result is NCCL's");
+      CHILD_CHECK(c.groupEnd() == 0, "group end");
+    }
+    CHILD_CHECK(c.record->allReduces == before.allReduces + 3, "grouped all-reduces lost");
+    CHILD_CHECK(logCount("group start (depth 0)") == 3 && logCount("group end (depth 1)") == 3,
+                "the groups did not pass the plugin");
+    CHILD_CHECK(logCount("allreduce 5 elements on comm 0x3000: NCCL") == 3, "grouped calls not seen");
+
+    // A configuration asking nothing: decided like ncclAllReduce (here: NCCL, one rank).
+    struct {
+      size_t size;
+      unsigned magic, version;
+      void* ext;
+      int minCTAs, maxCTAs, nvlsCTAs, cga;
+      const char* alg;
+      int force, policy;
+      unsigned long long tag;
+      void* event;
+    } config = {72, 0xcafebeef, 23200, nullptr, INT_MIN, INT_MIN, INT_MIN, INT_MIN, nullptr, 1, INT_MIN, 7, nullptr};
+    CHILD_CHECK(c.allReduceConfig(kSend, kRecv, 5, kFloat32, kSum, kComm, nullptr, &config) == kRemoteError,
+                "config call's result lost");
+    CHILD_CHECK(c.record->allReduceConfigs == before.allReduceConfigs + 1 && c.record->config == &config &&
+                    c.record->count == 5 && c.record->comm == kComm,
+                "a plain configured call did not reach NCCL's ncclAllReduceConfig with its configuration");
+    CHILD_CHECK(logCount("allreduce 5 elements on comm 0x3000: NCCL") == 4,
+                "the plain configured call was not decided");
+    // One forcing an algorithm goes to NCCL unchanged, and says why.
+    config.alg = "RING";
+    CHILD_CHECK(c.allReduceConfig(kSend, kRecv, 5, kFloat32, kSum, kComm, nullptr, &config) == kRemoteError,
+                "forced config call's result lost");
+    CHILD_CHECK(c.record->allReduceConfigs == before.allReduceConfigs + 2, "the forced call did not reach NCCL");
+    CHILD_CHECK(logCount("allreduce with a configuration (an algorithm selection) on comm 0x3000: NCCL") == 1,
+                "the forced call was not seen going to NCCL");
+    // A simulated end closes the plugin's group too: the next group starts at depth 0.
+    CHILD_CHECK(c.groupStart() == 0 && c.simulateEnd(nullptr) == 0, "simulated group");
+    CHILD_CHECK(c.record->simulateEnds == before.simulateEnds + 1, "the simulated end did not reach NCCL");
+    CHILD_CHECK(c.groupStart() == 0 && c.groupEnd() == 0, "group after a simulated one");
+    CHILD_CHECK(logCount("group start (depth 0)") == 5, "a simulated end left the plugin's group open");
   });
   EXPECT_EQ(problems, "");
 }
@@ -409,7 +465,7 @@ TEST_F(PluginHooks, ASecondCopyOfThePluginStepsAside) {
     if (copy.empty()) return;
     loadSecondCopyAsTuner(copy);
     CHILD_CHECK(logCount("another copy of the plugin already hooks libnccl") == 1, "no step-aside line");
-    CHILD_CHECK(logCount("hooked 8 libnccl entry points") == 1, "hooked twice");
+    CHILD_CHECK(logCount("hooked 10 libnccl entry points") == 1, "hooked twice");
     CHILD_CHECK(logCount("(static NCCL?)") == 0, "the second copy mistook the first for a static NCCL");
     callEveryEntryPoint(c, true, "two copies");  // each call seen once, reaching NCCL once
     std::filesystem::remove_all(copy.substr(0, copy.rfind('/')));
