@@ -762,6 +762,137 @@ TEST(KernelsGpu, CreateDestroyRepeatedly) {
   EXPECT_EQ(report, "");
 }
 
+// One thread drives every rank (ncclCommInitAll, nccl-tests -g N, a held group's end): the ranks' calls
+// are launched one after another from that thread, each on its rank's stream, and only then waited
+// for. Every variant and algorithm, fp32 and bf16, odd sizes, in and out of place, eager and each
+// rank's call captured into its own graph and replayed; exact. Setup still runs one thread per rank
+// (its exchange waits for every rank, as the plugin's does after a group's end).
+TEST(KernelsGpu, OneThreadDrivesEveryRank) {
+  SKIP_WITHOUT_GPUS(1);
+  for (int n : {2, 4}) {
+    const std::string report = testing::runForked(1, 240, [&](int) {
+      RankFailures f{0};
+      ShmAllGather shm(n, 4096);
+      constexpr size_t kMaxCount = 4097;
+      struct Rank {
+        std::unique_ptr<SymmetricComm> comm;
+        cudaStream_t stream = nullptr;
+        float* send = nullptr;
+        float* recv = nullptr;
+        int device = 0;
+      };
+      std::vector<Rank> ranks(n);
+      for (int r = 0; r < n; ++r) {
+        ranks[r].device = r % gpusPresent();
+        CUDA_OK(f, cudaSetDevice(ranks[r].device));
+        CUDA_OK(f, cudaStreamCreateWithFlags(&ranks[r].stream, cudaStreamNonBlocking));
+        CUDA_OK(f, cudaMalloc(&ranks[r].send, kMaxCount * sizeof(float)));
+        CUDA_OK(f, cudaMalloc(&ranks[r].recv, kMaxCount * sizeof(float)));
+      }
+      {
+        std::vector<std::thread> setup;
+        std::vector<std::string> whys(n);
+        for (int r = 0; r < n; ++r)
+          setup.emplace_back([&, r] {
+            RankSetup s;
+            s.rank = r;
+            s.nRanks = n;
+            s.device = ranks[r].device;
+            s.shm = &shm;
+            s.maxBlocks = 4;
+            s.oneShotMax = 64 << 10;
+            s.twoShotMax = 64 << 10;
+            cudaSetDevice(s.device);
+            ranks[r].comm = makeComm(s, &whys[r]);
+          });
+        for (auto& t : setup) t.join();
+        for (int r = 0; r < n; ++r) RANK_CHECK(f, ranks[r].comm != nullptr, "rank %d: %s", r, whys[r].c_str());
+        if (f.count) return f.count;
+      }
+      std::vector<float> host(kMaxCount), got(kMaxCount);
+      for (SymVariant variant : {SymVariant::Push, SymVariant::Pull, SymVariant::Staged}) {
+        for (Algorithm algorithm : {Algorithm::OneShot, Algorithm::TwoShot}) {
+          for (int t = 0; t < 2; ++t) {  // fp32, bf16 (the same small integers, exact in both)
+            const DataType dtype = t == 0 ? DataType::Float32 : DataType::Bfloat16;
+            const size_t elem = t == 0 ? 4 : 2;
+            for (size_t count : {size_t{1}, size_t{7}, size_t{1023}, size_t{4097}}) {
+              for (int inPlace = 0; inPlace < 2; ++inPlace) {
+                for (int graph = 0; graph < 2; ++graph) {
+                  // Inputs: rank r holds (r + 1) * (i % 7 + 1); the sum is (i % 7 + 1) * n(n+1)/2.
+                  for (int r = 0; r < n; ++r) {
+                    std::vector<uint16_t> half(count);
+                    for (size_t i = 0; i < count; ++i) {
+                      host[i] = static_cast<float>((r + 1) * (i % 7 + 1));
+                      const __nv_bfloat16 b = __float2bfloat16(host[i]);
+                      std::memcpy(&half[i], &b, 2);
+                    }
+                    CUDA_OK(f, cudaSetDevice(ranks[r].device));
+                    CUDA_OK(f, cudaMemcpy(ranks[r].send, t == 0 ? static_cast<void*>(host.data()) : half.data(),
+                                          count * elem, cudaMemcpyHostToDevice));
+                    CUDA_OK(f, cudaMemset(ranks[r].recv, 0xff, count * elem));
+                  }
+                  const KernelChoice kernel(algorithm, variant);
+                  std::vector<cudaGraphExec_t> execs(n, nullptr);
+                  for (int r = 0; r < n; ++r) {  // one thread, every rank, nothing waited for in between
+                    Rank& k = ranks[r];
+                    CUDA_OK(f, cudaSetDevice(k.device));
+                    void* out = inPlace ? static_cast<void*>(k.send) : static_cast<void*>(k.recv);
+                    if (graph) {
+                      cudaGraph_t g = nullptr;
+                      CUDA_OK(f, cudaStreamBeginCapture(k.stream, cudaStreamCaptureModeThreadLocal));
+                      const Status st = k.comm->allReduce(k.send, out, count, dtype, ReduceOp::Sum, kernel, k.stream);
+                      CUDA_OK(f, cudaStreamEndCapture(k.stream, &g));
+                      RANK_CHECK(f, st == Status::Ok, "rank %d capture: %s", r, statusName(st));
+                      CUDA_OK(f, cudaGraphInstantiate(&execs[r], g, 0));
+                      cudaGraphDestroy(g);
+                    } else {
+                      const Status st = k.comm->allReduce(k.send, out, count, dtype, ReduceOp::Sum, kernel, k.stream);
+                      RANK_CHECK(f, st == Status::Ok, "rank %d launch: %s", r, statusName(st));
+                    }
+                  }
+                  if (graph)
+                    for (int r = 0; r < n; ++r)
+                      if (execs[r]) CUDA_OK(f, cudaGraphLaunch(execs[r], ranks[r].stream));
+                  for (int r = 0; r < n; ++r) CUDA_OK(f, cudaStreamSynchronize(ranks[r].stream));
+                  for (int r = 0; r < n; ++r) {
+                    if (execs[r]) cudaGraphExecDestroy(execs[r]);
+                    const void* out = inPlace ? static_cast<void*>(ranks[r].send) : static_cast<void*>(ranks[r].recv);
+                    std::vector<uint16_t> half(count);
+                    CUDA_OK(f, cudaMemcpy(t == 0 ? static_cast<void*>(got.data()) : half.data(), out, count * elem,
+                                          cudaMemcpyDeviceToHost));
+                    for (size_t i = 0; i < count; ++i) {
+                      float v = got[i];
+                      if (t == 1) {
+                        __nv_bfloat16 b;
+                        std::memcpy(&b, &half[i], 2);
+                        v = __bfloat162float(b);
+                      }
+                      const float want = static_cast<float>((i % 7 + 1) * n * (n + 1) / 2);
+                      if (v != want) {
+                        f.fail("%d ranks, %s %s, %s, %zu elements, %s, %s: rank %d element %zu is %g, not %g", n,
+                               std::string(symVariantName(variant)).c_str(),
+                               algorithm == Algorithm::OneShot ? "one-shot" : "two-shot", t == 0 ? "fp32" : "bf16",
+                               count, inPlace ? "in place" : "out of place", graph ? "graph" : "eager", r, i, v, want);
+                        break;
+                      }
+                    }
+                  }
+                  if (f.count > 10) return f.count;
+                }
+              }
+            }
+          }
+        }
+      }
+      for (int r = 0; r < n; ++r)
+        RANK_CHECK(f, ranks[r].comm->deviceStatus() == Status::Ok, "rank %d deviceStatus %s", r,
+                   statusName(ranks[r].comm->deviceStatus()));
+      return f.count;
+    });
+    EXPECT_EQ(report, "") << n << " ranks driven by one thread";
+  }
+}
+
 }  // namespace
 }  // namespace symmem::kernels
 
