@@ -8,7 +8,9 @@
 #include <nccl.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <exception>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -28,24 +30,77 @@
 
 using symmem::Process;
 
-SYMMEM_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                                         ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  return Process::get().interposer().allReduce(sendbuff, recvbuff, count, datatype, op, comm, stream);
+namespace {
+
+// No exception may leave an entry point into the application's C caller (that would be
+// std::terminate): a failure inside the plugin (an allocation, a thread that cannot start) is said once
+// per entry point, and the call goes to NCCL as if the plugin were not there.
+template <typename Ours, typename Nccls>
+ncclResult_t guarded(std::once_flag& said, const char* name, Ours&& ours, Nccls&& nccls) {
+  char what[192] = "unknown exception";
+  try {
+    return ours();
+  } catch (const std::exception& e) {
+    std::snprintf(what, sizeof(what), "%s", e.what());
+  } catch (...) {
+  }
+  try {
+    std::call_once(said, [&] { SYMMEM_WARN("%s: internal error (%s); the call goes to NCCL", name, what); });
+    return nccls(Process::get().nccl());
+  } catch (...) {
+    return ncclInternalError;
+  }
 }
 
-SYMMEM_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) { return Process::get().interposer().commDestroy(comm); }
-SYMMEM_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) { return Process::get().interposer().commFinalize(comm); }
-SYMMEM_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) { return Process::get().interposer().commAbort(comm); }
+#define SYMMEM_GUARDED(name, ours, nccls)                                                       \
+  do {                                                                                          \
+    static std::once_flag said;                                                                 \
+    return guarded(                                                                             \
+        said, name, [&] { return ours; }, [&](const symmem::RealNccl& real) { return nccls; }); \
+  } while (0)
+
+// A null function (an NCCL without it) answers as NCCL's own absence would.
+template <typename F, typename... Args>
+ncclResult_t callOrInvalid(F f, Args... args) {
+  return f ? f(args...) : ncclInvalidUsage;
+}
+
+}  // namespace
+
+SYMMEM_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                         ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  SYMMEM_GUARDED("ncclAllReduce",
+                 Process::get().interposer().allReduce(sendbuff, recvbuff, count, datatype, op, comm, stream),
+                 callOrInvalid(real.allReduce, sendbuff, recvbuff, count, datatype, op, comm, stream));
+}
+SYMMEM_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  SYMMEM_GUARDED("ncclCommDestroy", Process::get().interposer().commDestroy(comm),
+                 callOrInvalid(real.commDestroy, comm));
+}
+SYMMEM_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
+  SYMMEM_GUARDED("ncclCommFinalize", Process::get().interposer().commFinalize(comm),
+                 callOrInvalid(real.commFinalize, comm));
+}
+SYMMEM_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  SYMMEM_GUARDED("ncclCommAbort", Process::get().interposer().commAbort(comm), callOrInvalid(real.commAbort, comm));
+}
 SYMMEM_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int flags) {
-  return Process::get().interposer().commRevoke(comm, flags);
+  SYMMEM_GUARDED("ncclCommRevoke", Process::get().interposer().commRevoke(comm, flags),
+                 callOrInvalid(real.commRevoke, comm, flags));
 }
 SYMMEM_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
-  return Process::get().interposer().commGetAsyncError(comm, asyncError);
+  SYMMEM_GUARDED("ncclCommGetAsyncError", Process::get().interposer().commGetAsyncError(comm, asyncError),
+                 callOrInvalid(real.commGetAsyncError, comm, asyncError));
 }
-SYMMEM_EXPORT ncclResult_t ncclGroupStart() { return Process::get().interposer().groupStart(); }
-SYMMEM_EXPORT ncclResult_t ncclGroupEnd() { return Process::get().interposer().groupEnd(); }
+SYMMEM_EXPORT ncclResult_t ncclGroupStart() {
+  SYMMEM_GUARDED("ncclGroupStart", Process::get().interposer().groupStart(), callOrInvalid(real.groupStart));
+}
+SYMMEM_EXPORT ncclResult_t ncclGroupEnd() {
+  SYMMEM_GUARDED("ncclGroupEnd", Process::get().interposer().groupEnd(), callOrInvalid(real.groupEnd));
+}
 SYMMEM_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
-  return Process::get().interposer().groupSimulateEnd(simInfo);
+  SYMMEM_GUARDED("ncclGroupSimulateEnd", Process::get().interposer().groupSimulateEnd(simInfo),
+                 callOrInvalid(real.groupSimulateEnd, simInfo));
 }
 
 namespace {
@@ -53,7 +108,10 @@ namespace {
 // through the code hooks and GOT rebinding, never exported (exports.map).
 ncclResult_t allReduceConfigEntry(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                   ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream, const void* config) {
-  return Process::get().interposer().allReduceConfig(sendbuff, recvbuff, count, datatype, op, comm, stream, config);
+  SYMMEM_GUARDED(
+      "ncclAllReduceConfig",
+      Process::get().interposer().allReduceConfig(sendbuff, recvbuff, count, datatype, op, comm, stream, config),
+      callOrInvalid(real.allReduceConfig, sendbuff, recvbuff, count, datatype, op, comm, stream, config));
 }
 }  // namespace
 

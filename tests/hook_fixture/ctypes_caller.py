@@ -111,7 +111,7 @@ def main():
         ctx = ctypes.c_void_p()
         rc = tuner.init(ctypes.byref(ctx), 42, 2, 1, None, None, None)
     check(rc == 0, f"tuner init returned {rc}")
-    check("hooked 8 libnccl entry points" in cap.text, "no hook line at tuner init:\n" + cap.text)
+    check("hooked 10 libnccl entry points" in cap.text, "no hook line at tuner init:\n" + cap.text)
     call_all(w, "hooked", True)
 
     # NCCL's unload after its last communicator: finalize, then dlclose.
