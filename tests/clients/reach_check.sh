@@ -83,7 +83,7 @@ for lib in "${ncclLibs[@]}"; do
   echo "  pynccl-$i: $lib" >>"$out/summary.txt"
 done
 
-# 2. nccl-tests, one rank (one GPU): eager and CUDA-graph, with its bit-exact check.
+# 2. nccl-tests, one rank (one GPU): eager, CUDA-graph and grouped, with its bit-exact check.
 if [[ -n "${NCCL_TESTS_DIR:-}" ]]; then
   bin=""
   for d in "$NCCL_TESTS_DIR" "$NCCL_TESTS_DIR/build"; do [[ -x "$d/all_reduce_perf" ]] && bin="$d/all_reduce_perf"; done
@@ -91,6 +91,8 @@ if [[ -n "${NCCL_TESTS_DIR:-}" ]]; then
     run nccl-tests-eager-stock 0 "$bin" -b 8 -e 8M -f 8 -g 1 -c 1 -n 5 -w 2
     run nccl-tests-eager 1 "$bin" -b 8 -e 8M -f 8 -g 1 -c 1 -n 5 -w 2
     run nccl-tests-graph 1 "$bin" -b 8 -e 8M -f 8 -g 1 -c 1 -n 5 -w 2 -G 10
+    # -m 2: two all-reduces per ncclGroupStart/End (the grouped path; setup follows the first group).
+    run nccl-tests-grouped 1 "$bin" -b 8 -e 8M -f 8 -g 1 -c 1 -n 5 -w 2 -m 2
   fi
 fi
 
