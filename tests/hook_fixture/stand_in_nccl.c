@@ -25,10 +25,7 @@ EXPORT StandInRecord* standInRecord(void) { return &record; }
 EXPORT int standInGroupStartCount(void) { return standInGroupStarts; }
 EXPORT void standInSetAbortCallback(void (*fn)(void)) { abortCallback = fn; }
 
-/* Distinct return values: a test can tell a forwarded result from anything else. */
-HIDDEN ncclResult standInAllReduce(const void* send, void* recv, size_t count, int dtype, int op, void* comm,
-                                   void* stream) {
-  record.allReduces++;
+static void recordAllReduce(const void* send, void* recv, size_t count, int dtype, int op, void* comm, void* stream) {
   record.send = send;
   record.recv = recv;
   record.count = count;
@@ -36,18 +33,18 @@ HIDDEN ncclResult standInAllReduce(const void* send, void* recv, size_t count, i
   record.op = op;
   record.comm = comm;
   record.stream = stream;
+}
+/* Distinct return values: a test can tell a forwarded result from anything else. */
+HIDDEN ncclResult standInAllReduce(const void* send, void* recv, size_t count, int dtype, int op, void* comm,
+                                   void* stream) {
+  record.allReduces++;
+  recordAllReduce(send, recv, count, dtype, op, comm, stream);
   return kRemoteError;
 }
 HIDDEN ncclResult standInAllReduceConfig(const void* send, void* recv, size_t count, int dtype, int op, void* comm,
                                          void* stream, const void* config) {
   record.allReduceConfigs++;
-  record.send = send;
-  record.recv = recv;
-  record.count = count;
-  record.dtype = dtype;
-  record.op = op;
-  record.comm = comm;
-  record.stream = stream;
+  recordAllReduce(send, recv, count, dtype, op, comm, stream);
   record.config = config;
   return kRemoteError;
 }
