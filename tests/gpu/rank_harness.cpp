@@ -16,7 +16,7 @@
 
 #include "core/settings.h"
 #include "plugin/process.h"
-#include "tools/bench_ranks.h"
+#include "tools/common/rank_rendezvous.h"
 
 namespace symmem::testing {
 

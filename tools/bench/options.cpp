@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "tools/bench_options.h"
+#include "tools/bench/options.h"
 
 #include <functional>
 #include <map>
@@ -7,8 +7,8 @@
 
 #include "core/symmetric_limits.h"
 #include "core/table_file.h"
-#include "tools/cli_values.h"
-#include "tools/forked_ranks.h"
+#include "tools/common/cli_values.h"
+#include "tools/common/forked_ranks.h"
 
 namespace symmem {
 

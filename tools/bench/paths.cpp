@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "tools/bench_paths.h"
+#include "tools/bench/paths.h"
 
 #include <cstdio>
 

@@ -3,7 +3,7 @@
 """Draws symmem_floor_bench's CSV (tests/bench/shared_gpu_floor.cu): per-call time against message size
 for each path under CUDA graphs, with the empty kernel's floor, one panel per rank count.
 
-    tools/plot_floor.py floor.csv floor.png
+    tools/bench/plot_floor.py floor.csv floor.png
 Exit codes: 0 drawn, 2 usage or unreadable CSV, 3 matplotlib missing.
 """
 import csv

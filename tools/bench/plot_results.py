@@ -2,13 +2,13 @@
 # SPDX-License-Identifier: Apache-2.0
 """Latency-versus-size plots for docs/, made from the benchmark CSVs (never typed in by hand).
 
-  tools/plot_results.py kernels  docs/results/kernels_bf16_h200x2.csv  --oneshot 1MiB --twoshot 8MiB \
+  tools/bench/plot_results.py kernels  docs/results/kernels_bf16_h200x2.csv  --oneshot 1MiB --twoshot 8MiB \
       --title "2x H200 NVLink, bf16 sum, CUDA graph" --out docs/results/kernels_bf16_h200x2.png
-  tools/plot_results.py nccl-tests docs/results/nccl-tests-latency-threads_h200x2.csv \
+  tools/bench/plot_results.py nccl-tests docs/results/nccl-tests-latency-threads_h200x2.csv \
       --title "nccl-tests all_reduce_perf -G 20 -t 2 -g 1, float sum" --out docs/results/nccl-tests_h200x2.png
-  tools/plot_results.py torch docs/results/torch-allreduce-graph_h200x2.csv \
+  tools/bench/plot_results.py torch docs/results/torch-allreduce-graph_h200x2.csv \
       --title "PyTorch dist.all_reduce, bf16, CUDA graph" --out docs/results/torch_h200x2.png
-  tools/plot_results.py nccl-tests docs/results/nccl-tests-latency-tuned-table_h200x2.csv \
+  tools/bench/plot_results.py nccl-tests docs/results/nccl-tests-latency-tuned-table_h200x2.csv \
       --title "nccl-tests -G 20 -t 2 -g 1, float sum, plugin with symmem-tune's table" \
       --out docs/results/nccl-tests-tuned-table_h200x2.png
 

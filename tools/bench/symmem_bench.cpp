@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // symmem-bench: side-by-side all-reduce latency of stock NCCL (plain buffers), NCCL's symmetric
 // windows, and this project's one-shot and two-shot kernels in each variant asked (push, pull, staged:
-// core/sym_variant.h), eager and under CUDA graphs. The paths and the table: tools/bench_paths.h.
+// core/sym_variant.h), eager and under CUDA graphs. The paths and the table: tools/bench/paths.h.
 //
 // One process per GPU, forked before any CUDA or NCCL call (the parent makes none); rank 0 gets the
 // ncclUniqueId and hands it to the others through an anonymous shared mapping created before fork.
@@ -24,11 +24,11 @@
 #include "kernels/latency_probe.h"
 #include "kernels/symmetric_comm.h"
 #include "plugin/record_gather.h"
-#include "tools/bench_data.h"
-#include "tools/bench_options.h"
-#include "tools/bench_paths.h"
-#include "tools/bench_ranks.h"
-#include "tools/bench_timing.h"
+#include "tools/bench/options.h"
+#include "tools/bench/paths.h"
+#include "tools/common/checked_data.h"
+#include "tools/common/graph_timing.h"
+#include "tools/common/rank_rendezvous.h"
 
 namespace {
 
@@ -45,7 +45,7 @@ using bench::PathResult;
 using bench::Results;
 using Options = symmem::BenchOptions;
 
-// An NCCL failure ends the rank with exit code 3 (a CUDA failure: 2, tools/bench_timing.h). Expects
+// An NCCL failure ends the rank with exit code 3 (a CUDA failure: 2, tools/common/graph_timing.h). Expects
 // `rank` in scope.
 #define NCCL_CHECK(call)                                                                                           \
   do {                                                                                                             \
@@ -77,7 +77,7 @@ struct RankRun {
   const Options& o;
   bench::ElementType type;
   bench::RankBarrier barrier;
-  std::vector<BenchPath> paths;  // the table's columns, in order (tools/bench_paths.h)
+  std::vector<BenchPath> paths;  // the table's columns, in order (tools/bench/paths.h)
   ncclComm_t comm = nullptr;
   cudaStream_t stream = nullptr;
   std::unique_ptr<symmem::NcclRecordGather> gather;  // the setup exchanges, over `comm`

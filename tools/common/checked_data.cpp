@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "tools/bench_data.h"
+#include "tools/common/checked_data.h"
 
 #include <cstring>
 
-#include "tools/bench_timing.h"
+#include "tools/common/graph_timing.h"
 
 namespace symmem::bench {
 

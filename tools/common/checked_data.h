@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "core/collective.h"
-#include "tools/bench_ranks.h"
+#include "tools/common/rank_rendezvous.h"
 
 namespace symmem::bench {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "tools/cli_values.h"
+#include "tools/common/cli_values.h"
 
 #include <cctype>
 #include <charconv>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "tools/forked_ranks.h"
+#include "tools/common/forked_ranks.h"
 
 #include <signal.h>
 #include <sys/wait.h>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "tools/gpu_choice.h"
+#include "tools/common/gpu_choice.h"
 
 namespace symmem {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "tools/bench_timing.h"
+#include "tools/common/graph_timing.h"
 
 #include <algorithm>
 #include <cstdio>

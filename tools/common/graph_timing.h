@@ -9,7 +9,7 @@
 #include <functional>
 #include <vector>
 
-#include "tools/bench_ranks.h"
+#include "tools/common/rank_rendezvous.h"
 
 namespace symmem::bench {
 

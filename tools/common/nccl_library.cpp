@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "tools/nccl_library.h"
+#include "tools/common/nccl_library.h"
 
 #include <dlfcn.h>
 

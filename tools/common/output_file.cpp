@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "tools/tune_output.h"
+#include "tools/common/output_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "tools/bench_ranks.h"
+#include "tools/common/rank_rendezvous.h"
 
 #include <glob.h>
 #include <sys/mman.h>

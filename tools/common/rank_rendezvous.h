@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <functional>
 
-#include "tools/forked_ranks.h"
+#include "tools/common/forked_ranks.h"
 
 namespace symmem::bench {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "tools/health_csv.h"
+#include "tools/health/csv.h"
 
 #include <charconv>
 #include <cmath>

@@ -2,7 +2,7 @@
 #pragma once
 // symmem-health's measurements as CSV, one value per row, so the format can grow without breaking
 // old files: `symmem-health --csv FILE` writes it, `symmem-health --judge FILE` reads it back and
-// judges recorded numbers without a GPU, and the unit tests' fixtures (tests/data/health/) use it.
+// judges recorded numbers without a GPU, and the unit tests' fixtures (tests/data/tools/health/) use it.
 //
 //   record,gpu_a,gpu_b,field,value
 //   node,,,link,pcie-switch
@@ -14,7 +14,7 @@
 // record: node (gpu_a, gpu_b empty), gpu (gpu_a = HealthGpu::index), pair (gpu_a, gpu_b = the
 // HealthGpu::index of a and b; in memory HealthPair holds their positions in `gpus`), all (gpu_a =
 // position in HealthMeasurements::gpus for the per-GPU values, empty for check and detail). field: the member's name in
-// tools/health_data.h. value: numbers in the shortest form that reads back to the same double, NaN as empty; Support as
+// tools/health/data.h. value: numbers in the shortest form that reads back to the same double, NaN as empty; Support as
 // supportName ("yes", "no", "unknown"); PathKind as NV, PIX, PXB, PHB, NODE, SYS, unknown (the NVLink count is its own
 // field); LinkClass as linkClassName; PatternResult as patternResultName; cc as "9.0", empty when unknown; loopback as
 // true / false; text quoted CSV-style when it holds a comma, a quote or edge spaces. Text is one line:
@@ -26,7 +26,7 @@
 #include <string>
 #include <string_view>
 
-#include "tools/health_data.h"
+#include "tools/health/data.h"
 
 namespace symmem {
 

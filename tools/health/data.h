@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // What symmem-health measures on a node, as plain values: per GPU, per ordered pair, and for all GPUs
-// at once. The probe (tools/health_probe.h, on GPUs, in child processes) fills it; the rules
-// (tools/health_rules.h, pure) judge it; tests judge recorded values. NaN: not measured.
+// at once. The probe (tools/health/probe.h, on GPUs, in child processes) fills it; the rules
+// (tools/health/rules.h, pure) judge it; tests judge recorded values. NaN: not measured.
 #include <cmath>
 #include <optional>
 #include <string>
@@ -24,7 +24,7 @@ enum class PatternResult : int {
   Fault,     // a CUDA error or the child died (detail says which)
 };
 
-// Stable names for the CSV (tools/health_csv.h), the table and the messages.
+// Stable names for the CSV (tools/health/csv.h), the table and the messages.
 constexpr std::string_view patternResultName(PatternResult r) {
   switch (r) {
     case PatternResult::NotRun:

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "tools/health_plan.h"
+#include "tools/health/plan.h"
 
 #include <utility>
 
-#include "tools/cli_values.h"
-#include "tools/gpu_choice.h"
+#include "tools/common/cli_values.h"
+#include "tools/common/gpu_choice.h"
 #include "topology/classify.h"
 
 namespace symmem {

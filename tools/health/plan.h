@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/health_data.h"
+#include "tools/health/data.h"
 #include "topology/model.h"
 
 namespace symmem {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "tools/health_probe.h"
+#include "tools/health/probe.h"
 
 #include <cuda_runtime_api.h>
 #include <unistd.h>
@@ -17,8 +17,8 @@
 
 #include "kernels/latency_probe.h"
 #include "kernels/p2p_probe.h"
-#include "tools/bench_ranks.h"
-#include "tools/forked_ranks.h"
+#include "tools/common/forked_ranks.h"
+#include "tools/common/rank_rendezvous.h"
 
 namespace symmem {
 

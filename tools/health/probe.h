@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // symmem-health's measurements on the GPUs. The calling process never initialises CUDA: every probe
-// runs in a forked child (tools/forked_ranks.h) that writes its results into shared memory step by
+// runs in a forked child (tools/common/forked_ranks.h) that writes its results into shared memory step by
 // step, so a hang or a fault ends that child, not the tool, and the parent knows which step it was.
 // Inside a child every wait polls with a deadline of --timeout-s; the parent's own limit (all of the
 // child's steps at their limit, plus start-up) is the backstop for a CUDA call that never returns.
@@ -13,8 +13,8 @@
 #include <functional>
 #include <string>
 
-#include "tools/health_data.h"
-#include "tools/health_plan.h"
+#include "tools/health/data.h"
+#include "tools/health/plan.h"
 
 namespace symmem {
 

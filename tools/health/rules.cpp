@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "tools/health_rules.h"
+#include "tools/health/rules.h"
 
 #include <algorithm>
 #include <cctype>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// symmem-health's judgement: from what the probe measured (tools/health_data.h) to the known bad
+// symmem-health's judgement: from what the probe measured (tools/health/data.h) to the known bad
 // states of GPU peer-to-peer, each with its fixes, and one exit code. Pure: no CUDA, no I/O;
 // symmem-health, `symmem-health --judge FILE.csv` and the unit tests call it.
 //
@@ -15,12 +15,12 @@
 // Unsafe wins over not useful.
 //
 // The thresholds, each with the published numbers it sits between, are the constants below;
-// health_rules.cpp says per rule what it looks at, docs/machine-check.md lists the sources.
+// rules.cpp says per rule what it looks at, docs/machine-check.md lists the sources.
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "tools/health_data.h"
+#include "tools/health/data.h"
 
 namespace symmem {
 

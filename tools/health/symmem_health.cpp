@@ -5,8 +5,8 @@
 //
 // The parent never initialises CUDA: the plan comes from the topology (NVML),
 // every measurement runs in a child process with a time limit
-// (tools/health_probe.h), and the judging is a pure function of the numbers
-// (tools/health_rules.h), which --judge applies to numbers recorded earlier.
+// (tools/health/probe.h), and the judging is a pure function of the numbers
+// (tools/health/rules.h), which --judge applies to numbers recorded earlier.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -14,12 +14,12 @@
 #include "core/bounded_file.h"
 #include "core/printable_text.h"
 #include "plugin/process.h"
-#include "tools/health_csv.h"
-#include "tools/health_plan.h"
-#include "tools/health_probe.h"
-#include "tools/health_rules.h"
-#include "tools/tune_output.h"
-#include "tools/tune_report.h"
+#include "tools/common/output_file.h"
+#include "tools/health/csv.h"
+#include "tools/health/plan.h"
+#include "tools/health/probe.h"
+#include "tools/health/rules.h"
+#include "tools/tune/summary.h"
 
 namespace {
 

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "tools/info_check.h"
+#include "tools/info/check.h"
 
 #include <dlfcn.h>
 
 #include "core/printable_text.h"
 #include "core/table_file.h"
-#include "tools/info_topology.h"
+#include "tools/info/topology.h"
 
 namespace symmem {
 

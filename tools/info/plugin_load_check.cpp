@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "tools/plugin_load_check.h"
+#include "tools/info/plugin_load_check.h"
 
 #include <dlfcn.h>
 #include <unistd.h>

@@ -26,10 +26,10 @@
 #include "plugin/process_context.h"
 #include "plugin/table_in_force.h"
 #include "symmem/version.h"
-#include "tools/info_check.h"
-#include "tools/info_topology.h"
-#include "tools/nccl_library.h"
-#include "tools/plugin_load_check.h"
+#include "tools/common/nccl_library.h"
+#include "tools/info/check.h"
+#include "tools/info/plugin_load_check.h"
+#include "tools/info/topology.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "tools/info_topology.h"
+#include "tools/info/topology.h"
 
 #include <sstream>
 #include <vector>

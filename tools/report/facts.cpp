@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "tools/report_facts.h"
+#include "tools/report/facts.h"
 
 #include <cuda_runtime_api.h>
 #include <dirent.h>
@@ -15,8 +15,8 @@
 
 #include "core/bounded_file.h"
 #include "symmem/version.h"
-#include "tools/nccl_library.h"
-#include "tools/tune_table.h"
+#include "tools/common/nccl_library.h"
+#include "tools/tune/table.h"
 
 namespace symmem::report {
 

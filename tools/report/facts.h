@@ -2,12 +2,12 @@
 #pragma once
 // What symmem-report asks the machine itself, outside the tools it runs: the identity its texts must
 // hide, the versions of what runs here, and the environment variables that change what runs. Kept
-// apart from the pure text (report_text.h, report_redact.h) that the tests check.
+// apart from the pure text (text.h, redact.h) that the tests check.
 #include <string>
 #include <vector>
 
-#include "tools/report_redact.h"
-#include "tools/report_text.h"
+#include "tools/report/redact.h"
+#include "tools/report/text.h"
 
 namespace symmem::report {
 

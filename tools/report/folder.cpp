@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "tools/report_folder.h"
+#include "tools/report/folder.h"
 
 #include <dirent.h>
 #include <fcntl.h>

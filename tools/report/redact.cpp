@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "tools/report_redact.h"
+#include "tools/report/redact.h"
 
 #include <algorithm>
 #include <array>

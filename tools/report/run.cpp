@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "tools/report_run.h"
+#include "tools/report/run.h"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -4,12 +4,12 @@
 // through to the user's terminal as it comes (the tail kept when the tool fails), a time limit after
 // which it is killed, and every fork, exec and wait checked and named when it fails. The child leads
 // its own process group, so a tool's forked ranks are stopped with it; only a pid above 0 that this
-// call started is ever signalled (tools/forked_ranks.h has the same rule).
+// call started is ever signalled (tools/common/forked_ranks.h has the same rule).
 #include <csignal>
 #include <string>
 #include <vector>
 
-#include "tools/report_text.h"
+#include "tools/report/text.h"
 
 namespace symmem::report {
 

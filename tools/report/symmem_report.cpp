@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // symmem-report: one folder to attach to an issue. It runs the tools beside it as child processes
 // (symmem-info, symmem-health, symmem-tune, symmem-report-plots), keeps what they print and write,
-// and assembles report.md (tools/report_text.h); every text passes through the Redactor
-// (tools/report_redact.h) before it is written. docs/report.md describes the folder.
+// and assembles report.md (tools/report/text.h); every text passes through the Redactor
+// (tools/report/redact.h) before it is written. docs/report.md describes the folder.
 //
 //   symmem-report [--out DIR] [--quick] [--gpus L] [--no-tune] [--timeout-s S]
 //
@@ -22,12 +22,12 @@
 #include <string>
 #include <vector>
 
-#include "tools/cli_values.h"
-#include "tools/report_facts.h"
-#include "tools/report_folder.h"
-#include "tools/report_redact.h"
-#include "tools/report_run.h"
-#include "tools/report_text.h"
+#include "tools/common/cli_values.h"
+#include "tools/report/facts.h"
+#include "tools/report/folder.h"
+#include "tools/report/redact.h"
+#include "tools/report/run.h"
+#include "tools/report/text.h"
 
 extern char** environ;
 

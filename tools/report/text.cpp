@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "tools/report_text.h"
+#include "tools/report/text.h"
 
 #include <algorithm>
 #include <cctype>

@@ -2,7 +2,7 @@
 #pragma once
 // report.md of symmem-report, assembled from plain values by pure functions: what each tool run ended
 // with, the texts they left, the versions, the files. symmem_report.cpp gathers the values (runs the
-// tools, reads the files) and writes the result through the Redactor (tools/report_redact.h); the
+// tools, reads the files) and writes the result through the Redactor (tools/report/redact.h); the
 // tests build the values by hand. docs/report.md describes the folder.
 #include <cstdint>
 #include <string>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "tools/tune_bands.h"
+#include "tools/tune/bands.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// From the medians of every candidate at every measured size (tools/tune_crossover.h) to the bands of
+// From the medians of every candidate at every measured size (tools/tune/crossover.h) to the bands of
 // one table entry: symmetric bands for the small sizes, NCCL bands above them. docs/tuning.md
 // ("Choosing the bands") explains the rules:
 //
-//  1. Per size, the rule of tune_crossover.h over every candidate: the simplest one within the margin
+//  1. Per size, the rule of crossover.h over every candidate: the simplest one within the margin
 //     of the fastest.
 //  2. No holes: the sizes from the smallest up to the first size where an NCCL candidate (stock or a
 //     config) is chosen are symmetric; from that size on everything is NCCL, even where a symmetric
@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "core/decision.h"
-#include "tools/tune_crossover.h"
+#include "tools/tune/crossover.h"
 
 namespace symmem {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "tools/tune_crossover.h"
+#include "tools/tune/crossover.h"
 
 #include <cstdio>
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "tools/tune_csv.h"
+#include "tools/tune/csv.h"
 
 #include <cmath>
 #include <cstdio>

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "core/capability.h"
-#include "tools/tune_table.h"
+#include "tools/tune/table.h"
 
 namespace symmem {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "tools/tune_install.h"
+#include "tools/tune/install.h"
 
 #include <filesystem>
 #include <system_error>

@@ -6,7 +6,7 @@
 
 #include "core/machine_fingerprint.h"
 #include "core/settings.h"
-#include "tools/tune_options.h"
+#include "tools/tune/options.h"
 
 namespace symmem {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "tools/tune_measure.h"
+#include "tools/tune/measure.h"
 
 #include <cuda_runtime_api.h>
 #include <unistd.h>
@@ -15,9 +15,9 @@
 
 #include "kernels/symmetric_comm.h"
 #include "plugin/record_gather.h"
-#include "tools/bench_data.h"
-#include "tools/bench_timing.h"
-#include "tools/tune_report.h"
+#include "tools/common/checked_data.h"
+#include "tools/common/graph_timing.h"
+#include "tools/tune/summary.h"
 
 namespace symmem {
 

@@ -5,7 +5,7 @@
 // then one set per NCCL configuration, which sets NCCL_ALGO and NCCL_PROTO in the fresh rank process
 // before ncclCommInitRank (NCCL 2.28 reads them at each communicator's init, and again at enqueue time
 // in places, so a process keeps one configuration for its life). Each set checks every one of its
-// paths once per size and times them under CUDA graphs (tools/bench_timing.h), taking them in turn for
+// paths once per size and times them under CUDA graphs (tools/common/graph_timing.h), taking them in turn for
 // a few rounds so that drift hits them alike. Rank 0 writes the medians into a report in memory shared
 // with the parent. A configuration NCCL refuses at some size ends its set there, every rank agreeing:
 // the sizes from it on are "not available" for that configuration, not a failure.
@@ -14,11 +14,11 @@
 #include <cstdint>
 #include <vector>
 
-#include "tools/bench_ranks.h"
-#include "tools/nccl_library.h"
-#include "tools/tune_crossover.h"
-#include "tools/tune_options.h"
-#include "tools/tune_plan.h"
+#include "tools/common/nccl_library.h"
+#include "tools/common/rank_rendezvous.h"
+#include "tools/tune/crossover.h"
+#include "tools/tune/options.h"
+#include "tools/tune/plan.h"
 
 namespace symmem {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "tools/tune_options.h"
+#include "tools/tune/options.h"
 
 #include <algorithm>
 #include <cctype>
@@ -7,7 +7,7 @@
 #include <set>
 
 #include "core/table_file.h"
-#include "tools/cli_values.h"
+#include "tools/common/cli_values.h"
 
 namespace symmem {
 

@@ -7,11 +7,11 @@
 
 #include "core/link_class.h"
 #include "core/sym_variant.h"
-#include "tools/tune_crossover.h"
+#include "tools/tune/crossover.h"
 
 namespace symmem {
 
-// Which NCCL configurations (forced algorithm/protocol, tools/tune_crossover.h) are timed beside stock NCCL.
+// Which NCCL configurations (forced algorithm/protocol, tools/tune/crossover.h) are timed beside stock NCCL.
 enum class NcclConfigSet {
   Default,  // ring/tree x ll/simple everywhere, and x ll128 where the world's link is NVLink (NCCL leaves
             // LL128 off on PCIe, so a band for it would not apply there)

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "tools/tune_plan.h"
+#include "tools/tune/plan.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -8,8 +8,8 @@
 
 #include "core/table_file.h"
 #include "kernels/symmetric_layout.h"
-#include "tools/gpu_choice.h"
-#include "tools/tune_report.h"
+#include "tools/common/gpu_choice.h"
+#include "tools/tune/summary.h"
 #include "topology/classify.h"
 
 namespace symmem {

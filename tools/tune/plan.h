@@ -8,7 +8,7 @@
 
 #include "core/capability.h"
 #include "core/link_class.h"
-#include "tools/tune_options.h"
+#include "tools/tune/options.h"
 #include "topology/model.h"
 
 namespace symmem {
@@ -19,7 +19,7 @@ struct TuneWorld {
   std::vector<int> gpus;                // topology indices, rank order
   std::vector<std::string> busIds;      // PCI bus ids of `gpus` (how a rank finds its CUDA device)
   LinkClass link = LinkClass::Unknown;  // worst link among `gpus`: the table key the entry gets
-  // What is timed, in the candidates' order (tools/tune_crossover.h): stock NCCL, the NCCL configs
+  // What is timed, in the candidates' order (tools/tune/crossover.h): stock NCCL, the NCCL configs
   // (--nccl-configs, LL128 by default only on NVLink), the symmetric paths (--variants).
   std::vector<TunePath> ncclConfigs;
   std::vector<TunePath> symmetricPaths;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "tools/tune_report.h"
+#include "tools/tune/summary.h"
 
 #include <algorithm>
 #include <cmath>

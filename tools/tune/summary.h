@@ -6,7 +6,7 @@
 #include <string>
 
 #include "core/capability.h"
-#include "tools/tune_table.h"
+#include "tools/tune/table.h"
 
 namespace symmem {
 

@@ -6,8 +6,8 @@
 //
 // The parent never initialises CUDA: it checks the machine from the topology (NVML), loads NCCL with
 // dlopen, then for each world size forks one set of rank processes for stock NCCL and the kernels and
-// one per NCCL configuration (tools/tune_measure.h), and reads their medians back from shared memory.
-// The choice of bands is tools/tune_bands.h, a pure function.
+// one per NCCL configuration (tools/tune/measure.h), and reads their medians back from shared memory.
+// The choice of bands is tools/tune/bands.h, a pure function.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -25,18 +25,18 @@
 #include "core/table_file.h"
 #include "plugin/process.h"
 #include "plugin/table_in_force.h"
-#include "tools/bench_ranks.h"
-#include "tools/nccl_library.h"
-#include "tools/tune_bands.h"
-#include "tools/tune_crossover.h"
-#include "tools/tune_csv.h"
-#include "tools/tune_install.h"
-#include "tools/tune_measure.h"
-#include "tools/tune_options.h"
-#include "tools/tune_output.h"
-#include "tools/tune_plan.h"
-#include "tools/tune_report.h"
-#include "tools/tune_table.h"
+#include "tools/common/nccl_library.h"
+#include "tools/common/output_file.h"
+#include "tools/common/rank_rendezvous.h"
+#include "tools/tune/bands.h"
+#include "tools/tune/crossover.h"
+#include "tools/tune/csv.h"
+#include "tools/tune/install.h"
+#include "tools/tune/measure.h"
+#include "tools/tune/options.h"
+#include "tools/tune/plan.h"
+#include "tools/tune/summary.h"
+#include "tools/tune/table.h"
 #include "topology/discover.h"
 #include "topology/fingerprint.h"
 

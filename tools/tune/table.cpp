@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "tools/tune_table.h"
+#include "tools/tune/table.h"
 
 #include <cctype>
 #include <cstdio>
 #include <span>
 
 #include "core/table_file.h"
-#include "tools/nccl_library.h"
+#include "tools/common/nccl_library.h"
 
 namespace symmem {
 

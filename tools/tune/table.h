@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "core/decision.h"
-#include "tools/tune_bands.h"
-#include "tools/tune_crossover.h"
+#include "tools/tune/bands.h"
+#include "tools/tune/crossover.h"
 
 namespace symmem {
 
@@ -50,7 +50,7 @@ std::vector<std::string> provenanceMeta(const TuneProvenance& provenance, const 
 std::string tunedTableText(const std::vector<Thresholds>& entries, const std::vector<std::string>& meta,
                            std::string_view fileName, std::string* error);
 
-// "13.0" from 13000, "12.8" from 12080 (NCCL's version text is ncclVersionText, tools/nccl_library.h).
+// "13.0" from 13000, "12.8" from 12080 (NCCL's version text is ncclVersionText, tools/common/nccl_library.h).
 std::string cudaVersionText(int version);
 
 // The kernel module version from the text of /proc/driver/nvidia/version; "" when not found.

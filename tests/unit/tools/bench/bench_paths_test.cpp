@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // symmem-bench's kernel variants: --variants parsed strictly, --help naming each variant, the paths'
-// names (the CSV's, which tools/plot_results.py reads) and the summary table's columns.
-#include "tools/bench_paths.h"
+// names (the CSV's, which tools/bench/plot_results.py reads) and the summary table's columns.
+#include "tools/bench/paths.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/bench_options.h"
+#include "tools/bench/options.h"
 
 namespace symmem {
 namespace {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The tools' command lines are parsed strictly before anything runs: a bad value names its flag and
 // the value, an unknown flag is named with a pointer to --help.
-#include "tools/cli_values.h"
+#include "tools/common/cli_values.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "tools/bench_options.h"
-#include "tools/tune_options.h"
-#include "tools/tune_output.h"
+#include "tools/bench/options.h"
+#include "tools/common/output_file.h"
+#include "tools/tune/options.h"
 
 namespace symmem {
 namespace {

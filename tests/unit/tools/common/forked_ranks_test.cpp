@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // runForkedRanks when fork or waitpid fail: only children it started are ever signalled, the ones
 // started are reaped, and the failure is named.
-#include "tools/forked_ranks.h"
+#include "tools/common/forked_ranks.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>

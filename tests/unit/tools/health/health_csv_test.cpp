@@ -10,7 +10,7 @@
 #include <sstream>
 #include <string>
 
-#include "tools/health_csv.h"
+#include "tools/health/csv.h"
 
 namespace symmem {
 namespace {
@@ -127,7 +127,7 @@ TEST(HealthCsv, RoundTripKeepsEveryValue) {
 
 TEST(HealthCsv, EveryFixtureParsesAndRoundTrips) {
   int files = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(std::string(SYMMEM_TEST_DATA_DIR) + "/health")) {
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(SYMMEM_TEST_DATA_DIR) + "/tools/health")) {
     if (entry.path().extension() != ".csv") continue;
     ++files;
     std::ifstream in(entry.path());

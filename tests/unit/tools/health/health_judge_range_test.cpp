@@ -9,8 +9,8 @@
 
 #include "tests/unit/temp_file.h"
 #include "tests/unit/tool_run.h"
-#include "tools/health_csv.h"
-#include "tools/health_plan.h"
+#include "tools/health/csv.h"
+#include "tools/health/plan.h"
 
 namespace symmem {
 namespace {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // symmem-health's command line and what it plans to check, from recorded topologies (no GPU): every
 // ordered pair with what the topology says of it, one loopback pair on one GPU, clear errors.
-#include "tools/health_plan.h"
+#include "tools/health/plan.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// symmem-health's rules against recorded machines (tests/data/health/*.csv, each saying where its
+// symmem-health's rules against recorded machines (tests/data/tools/health/*.csv, each saying where its
 // numbers come from): the exit code, the finding codes and the phrase each message must print, which
 // is the promise to the user. Variants of a fixture move one value across a threshold.
 #include <gtest/gtest.h>
@@ -11,14 +11,14 @@
 #include <string>
 #include <vector>
 
-#include "tools/health_csv.h"
-#include "tools/health_rules.h"
+#include "tools/health/csv.h"
+#include "tools/health/rules.h"
 
 namespace symmem {
 namespace {
 
 HealthMeasurements load(const std::string& name) {
-  const std::string path = std::string(SYMMEM_TEST_DATA_DIR) + "/health/" + name;
+  const std::string path = std::string(SYMMEM_TEST_DATA_DIR) + "/tools/health/" + name;
   std::ifstream in(path);
   EXPECT_TRUE(in.good()) << path;
   std::stringstream text;

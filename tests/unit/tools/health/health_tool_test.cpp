@@ -22,7 +22,7 @@ ToolRun runHealth(const std::string& args) {
 
 bool has(const ToolRun& r, const std::string& s) { return r.has(s); }
 
-std::string recorded(const std::string& name) { return std::string(SYMMEM_TEST_DATA_DIR) + "/health/" + name; }
+std::string recorded(const std::string& name) { return std::string(SYMMEM_TEST_DATA_DIR) + "/tools/health/" + name; }
 
 TEST(HealthTool, UsageAndBadArguments) {
   const ToolRun help = runHealth("--help");

@@ -17,7 +17,7 @@
 
 #include "tests/unit/forked_check.h"
 #include "tests/unit/temp_file.h"
-#include "tools/report_folder.h"
+#include "tools/report/folder.h"
 
 namespace symmem::report {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/report_redact.h"
+#include "tools/report/redact.h"
 
 namespace symmem::report {
 namespace {
@@ -71,7 +71,7 @@ TEST(ReportRedact, KeptSystemPathsStayAsWritten) {
 }
 
 TEST(ReportRedact, WhatIsNotAnAbsolutePathIsLeftAlone) {
-  for (const char* text : {"12.3 GB/s", "1/2", "read/write", "./health.csv", "tools/report_plots.py", "a / b",
+  for (const char* text : {"12.3 GB/s", "1/2", "read/write", "./health.csv", "tools/report/report_plots.py", "a / b",
                            "https://github.com/NVIDIA/nccl/issues", "row reads from / writes to column", "/"})
     EXPECT_EQ(r(text), text);
   EXPECT_EQ(r("file:///home/jdoe/x.txt"), "file://<path>/x.txt");

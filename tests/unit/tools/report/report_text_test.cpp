@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/report_text.h"
+#include "tools/report/text.h"
 
 namespace symmem::report {
 namespace {

@@ -25,8 +25,8 @@
 
 #include "tests/unit/temp_file.h"
 #include "tests/unit/tool_run.h"
-#include "tools/report_redact.h"
-#include "tools/report_text.h"
+#include "tools/report/redact.h"
+#include "tools/report/text.h"
 
 namespace symmem::report {
 namespace {

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// From recorded medians to the bands of a table entry (tools/tune_bands.h): near ties keep the simpler
+// From recorded medians to the bands of a table entry (tools/tune/bands.h): near ties keep the simpler
 // path, no holes, runs merge into bands, the band caps, NaN loses, the buffer limits, the AMD Turin LL
 // case, a world with nothing measured; and the written entry routes every measured size where the
-// verdict says (decide() on the entry, as the plugin would). Then the CSV (tools/tune_csv.h).
+// verdict says (decide() on the entry, as the plugin would). Then the CSV (tools/tune/csv.h).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,9 +14,9 @@
 #include "core/decision.h"
 #include "core/symmetric_limits.h"
 #include "core/table_file.h"
-#include "tools/tune_bands.h"
-#include "tools/tune_csv.h"
-#include "tools/tune_table.h"
+#include "tools/tune/bands.h"
+#include "tools/tune/csv.h"
+#include "tools/tune/table.h"
 
 namespace symmem {
 namespace {

@@ -9,7 +9,7 @@
 #include <set>
 #include <string>
 
-#include "tools/tune_crossover.h"
+#include "tools/tune/crossover.h"
 
 namespace symmem {
 namespace {

@@ -16,12 +16,12 @@
 #include "core/table_file.h"
 #include "tests/unit/temp_file.h"
 #include "tests/unit/tool_run.h"
-#include "tools/nccl_library.h"
-#include "tools/tune_bands.h"
-#include "tools/tune_options.h"
-#include "tools/tune_plan.h"
-#include "tools/tune_report.h"
-#include "tools/tune_table.h"
+#include "tools/common/nccl_library.h"
+#include "tools/tune/bands.h"
+#include "tools/tune/options.h"
+#include "tools/tune/plan.h"
+#include "tools/tune/summary.h"
+#include "tools/tune/table.h"
 #include "topology/topology_file.h"
 
 namespace symmem {
