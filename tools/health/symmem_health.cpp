@@ -14,12 +14,12 @@
 #include "core/bounded_file.h"
 #include "core/printable_text.h"
 #include "plugin/process.h"
+#include "tools/common/duration_text.h"
 #include "tools/common/output_file.h"
 #include "tools/health/csv.h"
 #include "tools/health/plan.h"
 #include "tools/health/probe.h"
 #include "tools/health/rules.h"
-#include "tools/tune/summary.h"
 
 namespace {
 

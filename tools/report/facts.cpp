@@ -16,7 +16,7 @@
 #include "core/bounded_file.h"
 #include "symmem/version.h"
 #include "tools/common/nccl_library.h"
-#include "tools/tune/table.h"
+#include "tools/common/version_text.h"
 
 namespace symmem::report {
 
@@ -48,8 +48,6 @@ std::string collapseSpaces(std::string_view s) {
 }
 
 std::string firstLine(const std::string& text) { return collapseSpaces(text.substr(0, text.find('\n'))); }
-
-std::string cudaVersionText(int v) { return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10); }
 
 std::string ncclVersion() {
   const std::string built = std::string("built against ") + SYMMEM_BUILT_NCCL_VERSION;

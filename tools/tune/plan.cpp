@@ -8,8 +8,8 @@
 
 #include "core/table_file.h"
 #include "kernels/symmetric_layout.h"
+#include "tools/common/duration_text.h"
 #include "tools/common/gpu_choice.h"
-#include "tools/tune/summary.h"
 #include "topology/classify.h"
 
 namespace symmem {

@@ -6,20 +6,9 @@
 #include <cstdio>
 
 #include "core/table_file.h"
+#include "tools/common/duration_text.h"
 
 namespace symmem {
-
-std::string durationText(double seconds) {
-  const long s = std::lround(std::max(0.0, seconds));
-  char text[32];
-  if (s < 60)
-    std::snprintf(text, sizeof text, "%lds", s);
-  else if (s < 3600)
-    std::snprintf(text, sizeof text, "%ldm%02lds", s / 60, s % 60);
-  else
-    std::snprintf(text, sizeof text, "%ldh%02ldm", s / 3600, (s % 3600) / 60);
-  return text;
-}
 
 std::string progressLine(int done, int total, double elapsedSec, int nRanks, const std::string& path, uint64_t bytes,
                          int round, int rounds) {

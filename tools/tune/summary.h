@@ -10,9 +10,6 @@
 
 namespace symmem {
 
-// "42s", "3m05s", "1h02m".
-std::string durationText(double seconds);
-
 // "[12/216] ranks=2 NCCL ring/ll 64KiB (round 1/3), 0m41s elapsed, about 3m20s left": `path` names the
 // path and, for NCCL, the configuration (tunePathLabel). The estimate assumes the remaining steps take
 // as long as the finished ones did on average.

@@ -28,6 +28,7 @@
 #include "tools/common/nccl_library.h"
 #include "tools/common/output_file.h"
 #include "tools/common/rank_rendezvous.h"
+#include "tools/common/version_text.h"
 #include "tools/tune/bands.h"
 #include "tools/tune/crossover.h"
 #include "tools/tune/csv.h"

@@ -50,12 +50,6 @@ std::vector<std::string> provenanceMeta(const TuneProvenance& provenance, const 
 std::string tunedTableText(const std::vector<Thresholds>& entries, const std::vector<std::string>& meta,
                            std::string_view fileName, std::string* error);
 
-// "13.0" from 13000, "12.8" from 12080 (NCCL's version text is ncclVersionText, tools/common/nccl_library.h).
-std::string cudaVersionText(int version);
-
-// The kernel module version from the text of /proc/driver/nvidia/version; "" when not found.
-std::string nvidiaDriverVersion(std::string_view procText);
-
 // A meta line holds one line of text without '#' (which starts a comment in the file).
 std::string metaSafe(std::string_view text);
 

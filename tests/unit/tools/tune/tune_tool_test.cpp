@@ -434,21 +434,7 @@ TEST(TuneTable, ProvenanceLinesNameTheMachineAndTheRun) {
   EXPECT_EQ(back.meta, meta);
 }
 
-TEST(TuneTable, VersionsAndDriverText) {
-  EXPECT_EQ(ncclVersionText(22809), "2.28.9");
-  EXPECT_EQ(ncclVersionText(21903), "2.19.3");
-  EXPECT_EQ(ncclVersionText(2804), "2.8.4");
-  EXPECT_EQ(cudaVersionText(13000), "13.0");
-  EXPECT_EQ(cudaVersionText(12080), "12.8");
-  EXPECT_EQ(
-      nvidiaDriverVersion("NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.86.15  Wed Jan  8 19:43:54 UTC 2025\n"
-                          "GCC version:  gcc version 12.3.0\n"),
-      "570.86.15");
-  EXPECT_EQ(nvidiaDriverVersion("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build\n"),
-            "580.95.05");
-  EXPECT_EQ(nvidiaDriverVersion(""), "");
-  EXPECT_EQ(metaSafe("a\tb#c\n"), "a b c");
-}
+TEST(TuneTable, MetaLinesHoldOneLineWithoutComments) { EXPECT_EQ(metaSafe("a\tb#c\n"), "a b c"); }
 
 TEST(TuneTable, ATableThatDoesNotReadBackIsRefused) {
   Thresholds bad;
@@ -464,10 +450,7 @@ TEST(TuneTable, ATableThatDoesNotReadBackIsRefused) {
 
 // ---- what it prints ------------------------------------------------------------------------------------
 
-TEST(TuneReport, ProgressAndDurations) {
-  EXPECT_EQ(durationText(42), "42s");
-  EXPECT_EQ(durationText(185), "3m05s");
-  EXPECT_EQ(durationText(3720), "1h02m");
+TEST(TuneReport, ProgressLines) {
   const std::string first = progressLine(0, 10, 0.4, 2, "nccl", 64 * KiB, 0, 3);
   EXPECT_EQ(first, "[1/10] ranks=2 nccl 64KiB (round 1/3), 0s elapsed");
   const std::string later = progressLine(4, 10, 40, 4, tunePathLabel(TunePath::NcclTreeLL), 8, 1, 3);
