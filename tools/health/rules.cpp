@@ -12,6 +12,7 @@
 
 #include "core/decision_table.h"
 #include "core/sym_variant.h"
+#include "core/text_columns.h"
 
 namespace symmem {
 
@@ -678,26 +679,6 @@ std::string summaryFor(const Findings& f, int exitCode) {
 
 // ---- the table ------------------------------------------------------------------------------------------
 
-// Rows of cells printed in left-aligned columns two spaces apart.
-std::string columns(const std::vector<std::vector<std::string>>& rows, std::string_view indent) {
-  std::vector<size_t> width;
-  for (const auto& row : rows) {
-    if (width.size() < row.size()) width.resize(row.size(), 0);
-    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
-  }
-  std::string out;
-  for (const auto& row : rows) {
-    std::string line(indent);
-    for (size_t c = 0; c < row.size(); ++c) {
-      line += row[c];
-      if (c + 1 < row.size()) line += std::string(width[c] - row[c].size() + 2, ' ');
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out += line + "\n";
-  }
-  return out;
-}
-
 std::string number(double v, const char* format) { return std::isfinite(v) ? printed(format, v) : "-"; }
 
 }  // namespace
@@ -746,7 +727,7 @@ std::string healthTable(const HealthMeasurements& m) {
     gpus.push_back({"GPU" + std::to_string(g.index), g.busId.empty() ? "-" : g.busId, g.name.empty() ? "-" : g.name,
                     g.cc.known() ? g.cc.str() : "-", gbs(g.hostCopyGBs)});
   }
-  out += columns(gpus, "  ");
+  out += textColumns(gpus, "  ");
   out += "Pairs (GPU a acting on the memory of GPU b, one pair at a time)\n";
   std::vector<std::vector<std::string>> pairs = {
       {"pair", "path", "p2p", "nvml r/w", "write chk", "read chk", "write lat", "read lat", "write", "read", "detail"}};
@@ -759,7 +740,7 @@ std::string healthTable(const HealthMeasurements& m) {
                      number(p.writeLatencyUs, "%.2f us"), number(p.readLatencyUs, "%.2f us"), gbs(p.writeGBs),
                      gbs(p.readGBs), p.detail});
   }
-  out += columns(pairs, "  ");
+  out += textColumns(pairs, "  ");
   const HealthAllAtOnce& all = m.allAtOnce;
   if (!all.writeGBsPerGpu.empty() || !all.readGBsPerGpu.empty() || all.check != PatternResult::NotRun) {
     out += "All GPUs at once (per GPU, summed over its peers; check " + std::string(patternResultName(all.check)) +
@@ -771,7 +752,7 @@ std::string healthTable(const HealthMeasurements& m) {
       rows.push_back({name, gbs(i < all.writeGBsPerGpu.size() ? all.writeGBsPerGpu[i] : NAN),
                       gbs(i < all.readGBsPerGpu.size() ? all.readGBsPerGpu[i] : NAN)});
     }
-    out += columns(rows, "  ");
+    out += textColumns(rows, "  ");
   }
   return out;
 }
