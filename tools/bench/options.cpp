@@ -115,7 +115,7 @@ BenchArgsResult parseBenchArgs(const std::vector<std::string>& args) {
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "-h" || a == "--help") {
-      result.help = true;
+      o.help = true;
       continue;
     }
     if (auto s = switches.find(a); s != switches.end()) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/sym_variant.h"
+#include "tools/common/cli_values.h"
 
 namespace symmem {
 
@@ -31,14 +32,10 @@ struct BenchOptions {
   // --variants: the kernel variants measured, each once, in the order push, pull, staged whatever the
   // order on the command line (the table's columns stay put from run to run).
   std::vector<SymVariant> variants = {SymVariant::Push, SymVariant::Pull, SymVariant::Staged};
+  bool help = false;  // -h / --help
 };
 
-struct BenchArgsResult {
-  BenchOptions options;
-  std::string error;  // empty when the command line is valid: names the flag and the value
-  bool help = false;  // -h / --help
-  bool ok() const { return error.empty(); }
-};
+using BenchArgsResult = ArgsResult<BenchOptions>;
 
 BenchArgsResult parseBenchArgs(const std::vector<std::string>& args);  // args without the program name
 

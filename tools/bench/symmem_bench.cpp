@@ -368,7 +368,7 @@ int runRank(int rank, int n, const Options& o, bench::RankRendezvous* shared) {
 
 int main(int argc, char** argv) {
   const symmem::BenchArgsResult parsed = symmem::parseBenchArgs(std::vector<std::string>(argv + 1, argv + argc));
-  if (parsed.help) {
+  if (parsed.options.help) {
     std::printf("%s", symmem::benchUsage().c_str());
     return 0;
   }

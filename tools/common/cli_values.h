@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// Strict values for the tools' command lines (symmem-bench, symmem-tune): the whole text is the
+// Strict values for the tools' command lines (symmem-bench, -tune, -health, -report): the whole text is the
 // value, with no sign, exponent, hex prefix, space or anything after it. Each parser returns "" when
 // the text is valid, else one message naming the flag and the value.
 #include <cstdint>
@@ -21,5 +21,15 @@ std::string parseIndexListArg(const std::string& flag, const std::string& text, 
 
 // "unknown option --x (symmem-bench --help lists the options)".
 std::string unknownOptionMessage(const std::string& tool, const std::string& arg);
+
+// What a tool's parser of its command line returns: the options (with their defaults where the
+// command line gives none) and, when the command line is not valid, one message naming the flag and
+// the value.
+template <typename Options>
+struct ArgsResult {
+  Options options;
+  std::string error;  // empty when the command line is valid
+  bool ok() const { return error.empty(); }
+};
 
 }  // namespace symmem

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "tools/common/cli_values.h"
 #include "tools/health/data.h"
 #include "topology/model.h"
 
@@ -20,11 +21,7 @@ struct HealthOptions {
   bool help = false;
 };
 
-struct HealthArgsResult {
-  HealthOptions options;
-  std::string error;  // empty when the command line is valid
-  bool ok() const { return error.empty(); }
-};
+using HealthArgsResult = ArgsResult<HealthOptions>;
 
 HealthArgsResult parseHealthArgs(const std::vector<std::string>& args);  // args without the program name
 std::string healthUsage();

@@ -7,6 +7,7 @@
 
 #include "core/link_class.h"
 #include "core/sym_variant.h"
+#include "tools/common/cli_values.h"
 #include "tools/tune/crossover.h"
 
 namespace symmem {
@@ -50,11 +51,7 @@ struct TuneOptions {
   bool help = false;
 };
 
-struct TuneArgsResult {
-  TuneOptions options;
-  std::string error;  // empty when the command line is valid
-  bool ok() const { return error.empty(); }
-};
+using TuneArgsResult = ArgsResult<TuneOptions>;
 
 TuneArgsResult parseTuneArgs(const std::vector<std::string>& args);  // args without the program name
 

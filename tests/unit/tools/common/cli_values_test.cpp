@@ -82,7 +82,7 @@ TEST(BenchOptions, DefaultsAndValues) {
   EXPECT_EQ(r.options.oneShotMax, 0u);
   EXPECT_EQ(r.options.timeoutSec, 60);
   EXPECT_FALSE(r.options.pdl);
-  EXPECT_TRUE(bench({"--help"}).help);
+  EXPECT_TRUE(bench({"--help"}).options.help);
 }
 
 TEST(BenchOptions, BadValuesNameTheFlag) {
