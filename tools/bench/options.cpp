@@ -88,7 +88,7 @@ BenchArgsResult parseBenchArgs(const std::vector<std::string>& args) {
       {"-f", count(o.factor, 2, 1024)},
       {"--iters", count(o.iters, 1, 1000000)},
       {"--reps", count(o.reps, 1, 10000)},
-      {"--ngpus", count(o.nGpus, 2, bench::kMaxForkedRanks)},
+      {"--ngpus", count(o.nGpus, 2, harness::kMaxForkedRanks)},
       {"--one-shot-max", size(o.oneShotMax, 0, kSymmetricMaxLimitBytes)},
       {"--two-shot-max", size(o.twoShotMax, 0, kSymmetricMaxLimitBytes)},
       {"--max-blocks", count(o.maxBlocks, 0, 65535)},

@@ -38,6 +38,7 @@ using symmem::kernels::KernelChoice;
 using symmem::kernels::SymmetricComm;
 using symmem::kernels::SymmetricConfig;
 namespace bench = symmem::bench;
+namespace harness = symmem::harness;
 
 using bench::BenchPath;
 using bench::PathKind;
@@ -47,10 +48,10 @@ using Options = symmem::BenchOptions;
 
 // An NCCL failure ends the rank with exit code 3 (a CUDA failure: 2, tools/common/graph_timing.h). Expects
 // `rank` in scope.
-#define NCCL_CHECK(call)                                                                                           \
-  do {                                                                                                             \
-    const ncclResult_t r_ = (call);                                                                                \
-    if (r_ != ncclSuccess) bench::endRankAfterFailure(rank, __FILE__, __LINE__, #call, ncclGetErrorString(r_), 3); \
+#define NCCL_CHECK(call)                                                                                             \
+  do {                                                                                                               \
+    const ncclResult_t r_ = (call);                                                                                  \
+    if (r_ != ncclSuccess) harness::endRankAfterFailure(rank, __FILE__, __LINE__, #call, ncclGetErrorString(r_), 3); \
   } while (0)
 
 // ---- What is measured --------------------------------------------------------------------------
@@ -64,19 +65,19 @@ struct Floor {
 
 // One rank's side of the run: its communicator and stream, the two buffers, our kernels.
 struct RankRun {
-  RankRun(int rank, int nRanks, const Options& options, bench::RankRendezvous* shared)
+  RankRun(int rank, int nRanks, const Options& options, harness::RankRendezvous* shared)
       : rank(rank),
         nRanks(nRanks),
         o(options),
-        type(bench::elementTypeOf(options.dtype)),
+        type(harness::elementTypeOf(options.dtype)),
         barrier(shared, rank, nRanks),
         paths(bench::benchPaths(options.variants)) {}
 
   int rank;
   int nRanks;
   const Options& o;
-  bench::ElementType type;
-  bench::RankBarrier barrier;
+  harness::ElementType type;
+  harness::RankBarrier barrier;
   std::vector<BenchPath> paths;  // the table's columns, in order (tools/bench/paths.h)
   ncclComm_t comm = nullptr;
   cudaStream_t stream = nullptr;
@@ -92,11 +93,11 @@ struct RankRun {
 // ---- Setup ----------------------------------------------------------------------------------
 
 // The rank's GPU, the communicator (rank 0 makes the id), the stream. False when no id came.
-bool joinCommunicator(RankRun& r, bench::RankRendezvous& shared) {
+bool joinCommunicator(RankRun& r, harness::RankRendezvous& shared) {
   const int rank = r.rank;
   CUDA_CHECK(cudaSetDevice(rank));
   ncclUniqueId id;
-  if (!bench::exchangeUniqueId(
+  if (!harness::exchangeUniqueId(
           shared, rank, [&](ncclUniqueId* made) { NCCL_CHECK(ncclGetUniqueId(made)); }, &id))
     return false;
   NCCL_CHECK(ncclCommInitRank(&r.comm, r.nRanks, id, rank));
@@ -169,13 +170,13 @@ void printRunHeader(const RankRun& r) {
 // the median of `reps` timed replays. On this rank alone.
 double emptyKernelGraphUs(const RankRun& r, bool programmatic) {
   const int rank = r.rank;
-  bench::CapturedBatch batch(rank, r.stream, r.o.iters, [&] {
+  harness::CapturedBatch batch(rank, r.stream, r.o.iters, [&] {
     CUDA_CHECK(symmem::kernels::launchEmptyKernel(programmatic, r.stream));
     return true;
   });
   batch.replay();
-  bench::BatchTimer timer(rank, r.stream);
-  return bench::medianOfSorted(timer.time(r.o.reps, r.o.iters, [&] { batch.replay(); }));
+  harness::BatchTimer timer(rank, r.stream);
+  return harness::medianOfSorted(timer.time(r.o.reps, r.o.iters, [&] { batch.replay(); }));
 }
 
 // One-way latency of a 16-byte store until the peer sees it: ranks 0 and 1 ping-pong through CUDA
@@ -194,7 +195,7 @@ double peerStoreOneWayUs(RankRun& r) {
   if ((*r.gather)(&handle, handles.data(), sizeof(handle)) && rank < 2) {
     void* peer = nullptr;
     CUDA_CHECK(cudaIpcOpenMemHandle(&peer, handles[1 - rank], cudaIpcMemLazyEnablePeerAccess));
-    bench::BatchTimer timer(rank, r.barrier, r.stream);  // its barrier is the first of the two
+    harness::BatchTimer timer(rank, r.barrier, r.stream);  // its barrier is the first of the two
     // One timed batch; each round trip is two one-way stores.
     oneWayUs = timer.time(1, 2 * kRoundTrips, [&] {
       CUDA_CHECK(symmem::kernels::launchPingPong(flag, static_cast<uint32_t*>(peer), kRoundTrips, rank == 0, r.stream));
@@ -256,7 +257,7 @@ bool enqueueAllReduce(const RankRun& r, const BenchPath& p, size_t count) {
 }
 
 // Eager: 20 warm-up calls, then `reps` batches of `iters` calls back to back.
-std::vector<double> timeEager(const RankRun& r, bench::BatchTimer& timer, const std::function<bool()>& call) {
+std::vector<double> timeEager(const RankRun& r, harness::BatchTimer& timer, const std::function<bool()>& call) {
   for (int i = 0; i < 20; ++i) call();
   return timer.time(r.o.reps, r.o.iters, [&] {
     for (int i = 0; i < r.o.iters; ++i) call();
@@ -265,9 +266,9 @@ std::vector<double> timeEager(const RankRun& r, bench::BatchTimer& timer, const 
 
 // Graph: `iters` calls captured in one graph, a warm-up replay, then `reps` timed replays. The graph
 // is gone on return, before any ncclCommDestroy (which can hang otherwise).
-std::vector<double> timeGraph(RankRun& r, bench::BatchTimer& timer, const std::function<bool()>& call) {
+std::vector<double> timeGraph(RankRun& r, harness::BatchTimer& timer, const std::function<bool()>& call) {
   const int rank = r.rank;
-  bench::CapturedBatch batch(rank, r.stream, r.o.iters, call);
+  harness::CapturedBatch batch(rank, r.stream, r.o.iters, call);
   r.barrier.wait();
   batch.replay();
   CUDA_CHECK(cudaStreamSynchronize(r.stream));
@@ -278,31 +279,31 @@ void writeCsvRow(const RankRun& r, size_t bytes, const BenchPath& p, const char*
                  long long wrong) {
   if (r.csv == nullptr) return;
   std::fprintf(r.csv, "%zu,%s,%d,%s,%s,%.3f,%.3f,%.3f,%lld\n", bytes, r.o.dtype.c_str(), r.nRanks, p.name().c_str(),
-               mode, bench::medianOfSorted(us), us.front(), us.back(), wrong);
+               mode, harness::medianOfSorted(us), us.front(), us.back(), wrong);
 }
 
 // Checks the path once (integer inputs, exact sums), then times it eager (unless --no-eager) and
 // under a graph. Returns the rank's exit code: 0, 5 (the path refused the call) or 6 (our kernels
 // report a device error).
-int measurePath(RankRun& r, bench::BatchTimer& timer, const BenchPath& p, size_t bytes, PathResult* result) {
+int measurePath(RankRun& r, harness::BatchTimer& timer, const BenchPath& p, size_t bytes, PathResult* result) {
   const int rank = r.rank;
   const size_t count = bytes / r.type.format.bytes;
   const std::string name = p.name();
   auto call = [&]() -> bool { return enqueueAllReduce(r, p, count); };
   if (rank == 0) std::fprintf(stderr, "\r[symmem-bench] %10zu B %-15s", bytes, name.c_str());
   result->wrong =
-      bench::countWrongAfterOneCall(rank, r.nRanks, r.barrier, r.stream, bufferFor(r, p), count, r.type.format, call);
+      harness::countWrongAfterOneCall(rank, r.nRanks, r.barrier, r.stream, bufferFor(r, p), count, r.type.format, call);
   if (result->wrong < 0) {
     std::fprintf(stderr, "[rank %d] %s failed at %zu bytes\n", rank, name.c_str(), bytes);
     return 5;
   }
   if (r.o.eager) {
     const std::vector<double> us = timeEager(r, timer, call);
-    result->eagerUs = bench::medianOfSorted(us);
+    result->eagerUs = harness::medianOfSorted(us);
     writeCsvRow(r, bytes, p, "eager", us, result->wrong);
   }
   const std::vector<double> us = timeGraph(r, timer, call);
-  result->graphUs = bench::medianOfSorted(us);
+  result->graphUs = harness::medianOfSorted(us);
   writeCsvRow(r, bytes, p, "graph", us, result->wrong);
   if (r.ours && r.ours->deviceStatus() != symmem::kernels::Status::Ok) {
     std::fprintf(stderr, "[rank %d] symmetric path reports %s\n", rank,
@@ -314,7 +315,7 @@ int measurePath(RankRun& r, bench::BatchTimer& timer, const BenchPath& p, size_t
 
 // Every size from -b to -e (x -f), every path that runs there. Returns the rank's exit code.
 int measureSizes(RankRun& r, Results* results) {
-  bench::BatchTimer timer(r.rank, r.barrier, r.stream);
+  harness::BatchTimer timer(r.rank, r.barrier, r.stream);
   for (size_t bytes = r.o.minBytes; bytes <= r.o.maxBytes; bytes *= r.o.factor) {
     if (bytes / r.type.format.bytes == 0) continue;
     bench::SizeResults& row = (*results)[bytes];
@@ -340,7 +341,7 @@ void tearDown(RankRun& r) {
 }
 
 // One forked rank; returns its exit code (7: a path gave wrong results).
-int runRank(int rank, int n, const Options& o, bench::RankRendezvous* shared) {
+int runRank(int rank, int n, const Options& o, harness::RankRendezvous* shared) {
   RankRun r(rank, n, o, shared);
   if (!joinCommunicator(r, *shared)) return 4;
   allocateBuffers(r);
@@ -381,12 +382,12 @@ int main(int argc, char** argv) {
   const Options& o = parsed.options;
   // NVLink SHARP / multicast stays off (it needs cuMulticastCreate, which this tool never uses).
   setenv("NCCL_NVLS_ENABLE", "0", 0);
-  const int n = o.nGpus > 0 ? o.nGpus : bench::countGpuDeviceNodes();
+  const int n = o.nGpus > 0 ? o.nGpus : harness::countGpuDeviceNodes();
   if (n < 2) {
     std::fprintf(stderr, "symmem-bench: needs at least 2 GPUs (found %d; pass --ngpus)\n", n);
     return 1;
   }
-  bench::RankRendezvous* shared = bench::mapRendezvous();
+  harness::RankRendezvous* shared = harness::mapRendezvous();
   if (shared == nullptr) return 1;
-  return bench::runForkedRanks(n, "symmem-bench", o.timeoutSec, [&](int r) { return runRank(r, n, o, shared); });
+  return harness::runForkedRanks(n, "symmem-bench", o.timeoutSec, [&](int r) { return runRank(r, n, o, shared); });
 }

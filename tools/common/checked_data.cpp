@@ -5,7 +5,7 @@
 
 #include "tools/common/graph_timing.h"
 
-namespace symmem::bench {
+namespace symmem::harness {
 
 namespace {
 
@@ -79,4 +79,4 @@ long long countWrongAfterOneCall(int rank, int nRanks, RankBarrier& barrier, cud
   return countWrongSum(data, count, nRanks, format);
 }
 
-}  // namespace symmem::bench
+}  // namespace symmem::harness

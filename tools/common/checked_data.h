@@ -15,7 +15,7 @@
 #include "core/collective.h"
 #include "tools/common/rank_rendezvous.h"
 
-namespace symmem::bench {
+namespace symmem::harness {
 
 // Element bytes: 2 (bf16 when `bf16`, else fp16) or 4 (fp32).
 struct ElementFormat {
@@ -52,4 +52,4 @@ long long countWrongSum(const std::vector<char>& result, size_t count, int nRank
 long long countWrongAfterOneCall(int rank, int nRanks, RankBarrier& barrier, cudaStream_t stream, void* buffer,
                                  size_t count, ElementFormat format, const std::function<bool()>& enqueueInPlace);
 
-}  // namespace symmem::bench
+}  // namespace symmem::harness

@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-namespace symmem::bench {
+namespace symmem::harness {
 
 namespace {
 
@@ -125,4 +125,4 @@ int runForkedRanks(int nRanks, const char* toolName, int timeoutSec, const std::
   return worst;
 }
 
-}  // namespace symmem::bench
+}  // namespace symmem::harness

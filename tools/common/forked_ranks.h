@@ -7,7 +7,7 @@
 
 #include <functional>
 
-namespace symmem::bench {
+namespace symmem::harness {
 
 // The most ranks the measuring tools fork (the size of their shared rendezvous).
 inline constexpr int kMaxForkedRanks = 64;
@@ -35,4 +35,4 @@ RankProcessCalls systemRankProcessCalls();
 int runForkedRanks(int nRanks, const char* toolName, int timeoutSec, const std::function<int(int rank)>& rankBody,
                    bool stopAllOnFailure = false, const RankProcessCalls& calls = systemRankProcessCalls());
 
-}  // namespace symmem::bench
+}  // namespace symmem::harness

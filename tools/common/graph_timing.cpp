@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-namespace symmem::bench {
+namespace symmem::harness {
 
 void endRankAfterFailure(int rank, const char* file, int line, const char* call, const char* why, int exitCode) {
   std::fprintf(stderr, "[rank %d] %s:%d %s: %s\n", rank, file, line, call, why);
@@ -65,4 +65,4 @@ std::vector<double> BatchTimer::time(int reps, int callsPerBatch, const std::fun
   return us;
 }
 
-}  // namespace symmem::bench
+}  // namespace symmem::harness

@@ -11,24 +11,24 @@
 
 #include "tools/common/rank_rendezvous.h"
 
-namespace symmem::bench {
+namespace symmem::harness {
 
 // Ends a measuring rank after one line naming the failed call ("[rank 1] file:line call: why"); the
 // parent then reports the rank's exit code.
 [[noreturn]] void endRankAfterFailure(int rank, const char* file, int line, const char* call, const char* why,
                                       int exitCode);
 
-}  // namespace symmem::bench
+}  // namespace symmem::harness
 
 // A CUDA failure in a measuring rank ends that rank with exit code 2. Expects `rank` in scope.
-#define CUDA_CHECK(call)                                                                                \
-  do {                                                                                                  \
-    const cudaError_t e_ = (call);                                                                      \
-    if (e_ != cudaSuccess)                                                                              \
-      ::symmem::bench::endRankAfterFailure(rank, __FILE__, __LINE__, #call, cudaGetErrorString(e_), 2); \
+#define CUDA_CHECK(call)                                                                                  \
+  do {                                                                                                    \
+    const cudaError_t e_ = (call);                                                                        \
+    if (e_ != cudaSuccess)                                                                                \
+      ::symmem::harness::endRankAfterFailure(rank, __FILE__, __LINE__, #call, cudaGetErrorString(e_), 2); \
   } while (0)
 
-namespace symmem::bench {
+namespace symmem::harness {
 
 // `calls` calls of one path captured into one instantiated graph on `stream`.
 class CapturedBatch {
@@ -76,4 +76,4 @@ class BatchTimer {
 // The reported value of a sorted, non-empty sample: its middle element (the upper one of an even count).
 inline double medianOfSorted(const std::vector<double>& sorted) { return sorted[sorted.size() / 2]; }
 
-}  // namespace symmem::bench
+}  // namespace symmem::harness

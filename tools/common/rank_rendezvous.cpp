@@ -9,7 +9,7 @@
 #include <new>
 #include <thread>
 
-namespace symmem::bench {
+namespace symmem::harness {
 
 int countGpuDeviceNodes() {
   glob_t g{};
@@ -66,4 +66,4 @@ bool RankBarrier::wait(int timeoutMs) {
   return true;
 }
 
-}  // namespace symmem::bench
+}  // namespace symmem::harness

@@ -13,7 +13,7 @@
 
 #include "tools/common/forked_ranks.h"
 
-namespace symmem::bench {
+namespace symmem::harness {
 
 // Lives in memory shared by the parent and every forked rank.
 struct RankRendezvous {
@@ -49,4 +49,4 @@ class RankBarrier {
   uint64_t count_ = 0;
 };
 
-}  // namespace symmem::bench
+}  // namespace symmem::harness

@@ -123,7 +123,7 @@ struct ChildRecord {
 void setText(char* dst, const std::string& text) { std::snprintf(dst, kDetailBytes, "%s", text.c_str()); }
 
 ChildRecord* newRecord() {
-  void* mem = bench::mapSharedBetweenRanks(sizeof(ChildRecord));
+  void* mem = harness::mapSharedBetweenRanks(sizeof(ChildRecord));
   if (mem == nullptr) return nullptr;
   auto* r = new (mem) ChildRecord();
   for (SlotRecord& s : r->slot) s.writeLatencyUs = s.readLatencyUs = s.writeGBs = s.readGBs = NAN;
@@ -675,11 +675,11 @@ int allAtOnceChild(const HealthMeasurements& m, const HealthOptions& o, ChildRec
 
 // Runs one child; after a timeout or a crash, returns what happened in words ("" when it ended).
 std::string runChild(const char* what, int limitSec, const std::function<int()>& body, ChildRecord* record) {
-  const int code = bench::runForkedRanks(1, "symmem-health probe", limitSec, [&](int) { return body(); });
+  const int code = harness::runForkedRanks(1, "symmem-health probe", limitSec, [&](int) { return body(); });
   if (code == 0) return {};
   const std::string step = stepName(record->step.load());
   if (code == 124) return step + " did not finish within " + std::to_string(limitSec) + " s: the probe was stopped";
-  if (code == bench::kRanksNotRun) return std::string("the probe for ") + what + " could not be started";
+  if (code == harness::kRanksNotRun) return std::string("the probe for ") + what + " could not be started";
   if (code > 128)
     return step + " ended the probe with signal " + std::to_string(code - 128) + " (" + strsignal(code - 128) + ")";
   return step + " ended the probe with exit code " + std::to_string(code);

@@ -102,16 +102,16 @@ int measureTuneRank(const TuneRankJob& job, int rank) {
   auto makeId = [&](ncclUniqueId* made) {
     if (!ncclOk(nccl.getUniqueId(made), "ncclGetUniqueId")) std::exit(3);
   };
-  if (!bench::exchangeUniqueId(*job.rendezvous, rank, makeId, &id))
+  if (!harness::exchangeUniqueId(*job.rendezvous, rank, makeId, &id))
     return reportProblem(report, rank, 4, "no ncclUniqueId from rank 0");
   ncclComm_t comm;
   if (!ncclOk(nccl.commInitRank(&comm, n, id, rank), "ncclCommInitRank")) return 3;
-  bench::RankBarrier barrier(job.rendezvous, rank, n);
+  harness::RankBarrier barrier(job.rendezvous, rank, n);
   cudaStream_t stream;
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
 
-  const bench::ElementType type = bench::elementTypeOf(o.dtype);
-  const bench::ElementFormat format = type.format;
+  const harness::ElementType type = harness::elementTypeOf(o.dtype);
+  const harness::ElementFormat format = type.format;
   const uint64_t largest = job.sizes->back();
   void* buffer = nullptr;
   CUDA_CHECK(cudaMalloc(&buffer, std::max<uint64_t>(largest, 4096)));
@@ -182,7 +182,7 @@ int measureTuneRank(const TuneRankJob& job, int rank) {
     // Check each path once (exact integer sums); a path that computes wrong results is never chosen.
     for (TunePath path : paths) {
       const long long wrong =
-          bench::countWrongAfterOneCall(rank, n, barrier, stream, buffer, count, format, [&] { return call(path); });
+          harness::countWrongAfterOneCall(rank, n, barrier, stream, buffer, count, format, [&] { return call(path); });
       if (isNcclPath(path) && refusedByAny(s, 0, wrong < 0, ncclResult)) {
         if (config) return stopHere();
         return reportProblem(report, rank, 6,
@@ -198,9 +198,9 @@ int measureTuneRank(const TuneRankJob& job, int rank) {
     }
 
     const int calls = callsForSize(bytes, o.callsPerBatch);
-    std::vector<std::unique_ptr<bench::CapturedBatch>> batches;
+    std::vector<std::unique_ptr<harness::CapturedBatch>> batches;
     for (TunePath path : paths) {
-      batches.push_back(std::make_unique<bench::CapturedBatch>(rank, stream, calls, [&] { return call(path); }));
+      batches.push_back(std::make_unique<harness::CapturedBatch>(rank, stream, calls, [&] { return call(path); }));
       const bool accepted = batches.back()->allCallsAccepted();
       if (isNcclPath(path) && refusedByAny(s, 1, !accepted, ncclResult)) {
         if (config) return stopHere();
@@ -213,7 +213,7 @@ int measureTuneRank(const TuneRankJob& job, int rank) {
     for (auto& batch : batches) batch->replay();  // warm-up
     CUDA_CHECK(cudaStreamSynchronize(stream));
 
-    bench::BatchTimer timer(rank, barrier, stream);
+    harness::BatchTimer timer(rank, barrier, stream);
     std::vector<std::vector<double>> samples(paths.size());
     for (int round = 0; round < o.rounds; ++round)
       for (size_t k = 0; k < paths.size(); ++k) {
@@ -226,7 +226,7 @@ int measureTuneRank(const TuneRankJob& job, int rank) {
       for (size_t k = 0; k < paths.size(); ++k) {
         const auto column = static_cast<size_t>(tunePathIndex(paths[k]));
         std::sort(samples[k].begin(), samples[k].end());
-        report->medianUs[s][column] = bench::medianOfSorted(samples[k]);
+        report->medianUs[s][column] = harness::medianOfSorted(samples[k]);
         report->minUs[s][column] = samples[k].front();
         report->maxUs[s][column] = samples[k].back();
       }

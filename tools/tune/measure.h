@@ -35,8 +35,8 @@ struct TuneRankReport {
   // Ranks whose NCCL refused the set's configuration at a size: in the check [0] or under capture [1].
   std::atomic<int> refusals[kTuneMaxSizes][2];
   char refusal[256];  // NCCL's answer at the first refusal
-  int ccMajor[bench::kMaxForkedRanks];
-  int ccMinor[bench::kMaxForkedRanks];
+  int ccMajor[harness::kMaxForkedRanks];
+  int ccMinor[harness::kMaxForkedRanks];
   int cudaRuntimeVersion;
   int cudaDriverVersion;
   char deviceName[256];
@@ -49,7 +49,7 @@ struct TuneRankJob {
   const TuneOptions* options = nullptr;
   const std::vector<uint64_t>* sizes = nullptr;
   const NcclLibrary* nccl = nullptr;
-  bench::RankRendezvous* rendezvous = nullptr;
+  harness::RankRendezvous* rendezvous = nullptr;
   TuneRankReport* report = nullptr;
   TunePath ncclPath = TunePath::Nccl;    // stock NCCL, or the configuration this set forces
   std::vector<TunePath> symmetricPaths;  // timed beside stock NCCL (the first set of a world only)

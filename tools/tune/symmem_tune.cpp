@@ -90,7 +90,7 @@ std::string methodLine(const TuneOptions& o, const std::vector<uint64_t>& sizes)
 
 template <class T>
 T* mapShared() {
-  void* mem = bench::mapSharedBetweenRanks(sizeof(T));
+  void* mem = harness::mapSharedBetweenRanks(sizeof(T));
   return mem == nullptr ? nullptr : new (mem) T();
 }
 
@@ -195,7 +195,7 @@ int main(int argc, char** argv) {
     // One set of ranks: stock NCCL with the kernels, or one NCCL configuration alone.
     auto runSet = [&](TunePath ncclPath, const std::vector<TunePath>& symmetricPaths) {
       RankSetRun run;
-      bench::RankRendezvous* rendezvous = bench::mapRendezvous();
+      harness::RankRendezvous* rendezvous = harness::mapRendezvous();
       run.report = mapShared<TuneRankReport>();
       if (rendezvous == nullptr || run.report == nullptr) {
         std::fprintf(stderr, "symmem-tune: cannot map memory shared with the ranks\n");
@@ -213,16 +213,16 @@ int main(int argc, char** argv) {
       job.stepsBefore = stepsBefore;
       job.stepsTotal = stepsTotal;
       job.start = start;
-      run.code = bench::runForkedRanks(
+      run.code = harness::runForkedRanks(
           world.nRanks, "symmem-tune", o.timeoutSec, [&](int rank) { return measureTuneRank(job, rank); }, true);
       stepsBefore += sizeCount * static_cast<int>(job.paths().size()) * o.rounds;
       return run;
     };
     auto whyFailed = [](const RankSetRun& run) {
-      return run.report->error[0]              ? std::string(run.report->error)
-             : run.code == bench::kRanksNotRun ? std::string("the ranks could not be run (above)")
-             : run.code == 124                 ? std::string("the ranks ran past --timeout-s")
-                                               : "a rank exited with " + std::to_string(run.code);
+      return run.report->error[0]                ? std::string(run.report->error)
+             : run.code == harness::kRanksNotRun ? std::string("the ranks could not be run (above)")
+             : run.code == 124                   ? std::string("the ranks ran past --timeout-s")
+                                                 : "a rank exited with " + std::to_string(run.code);
     };
 
     TunedWorld result;

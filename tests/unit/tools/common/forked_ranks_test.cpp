@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace symmem::bench {
+namespace symmem::harness {
 namespace {
 
 // Real fork for the first `okForks` calls, then -1 with EAGAIN. kill and waitpid reach the system
@@ -102,4 +102,4 @@ TEST(ForkedRanks, WorstExitCodeOfRealRanks) {
 }
 
 }  // namespace
-}  // namespace symmem::bench
+}  // namespace symmem::harness
