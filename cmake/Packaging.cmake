@@ -11,7 +11,7 @@
 # - the wheel (python/make_wheel.sh, target `wheel`): bin/ and lib/ of that tree inside the Python
 #   package nccl_symmem, with Zydis copied beside the plugin; build/packages/nccl_symmem-*.whl.
 #
-# The tools find the plugin at ../lib from their own directory (tools/plugin_load_check.cpp), which
+# The tools find the plugin at ../lib from their own directory (tools/info/plugin_load_check.cpp), which
 # holds in every one of these.
 if(NOT CMAKE_INSTALL_LIBDIR MATCHES "^lib(64)?$")
   message(WARNING "CMAKE_INSTALL_LIBDIR is ${CMAKE_INSTALL_LIBDIR}: the installed tools look for the plugin "

@@ -1,34 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "topology/describe.h"
 
-#include <algorithm>
-
+#include "core/text_columns.h"
 #include "topology/classify.h"
 
 namespace symmem {
 
 namespace {
-
-// Left-aligned columns, two spaces apart; the first column holds the row labels.
-std::string table(const std::vector<std::vector<std::string>>& rows) {
-  std::vector<size_t> width;
-  for (const auto& row : rows)
-    for (size_t c = 0; c < row.size(); ++c) {
-      if (width.size() <= c) width.resize(c + 1, 0);
-      width[c] = std::max(width[c], row[c].size());
-    }
-  std::string out;
-  for (const auto& row : rows) {
-    std::string line = "  ";
-    for (size_t c = 0; c < row.size(); ++c) {
-      line += row[c];
-      if (c + 1 < row.size()) line += std::string(width[c] - row[c].size() + 2, ' ');
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out += line + "\n";
-  }
-  return out;
-}
 
 std::string gpuLabel(const Topology& t, int g) { return "GPU" + std::to_string(t.gpu(g).index); }
 
@@ -63,7 +41,7 @@ std::string describeTopology(const Topology& t) {
                       gpu.cpuAffinity.empty() ? "cpus ?" : "cpus " + gpu.cpuAffinity,
                       gpu.name.empty() ? "" : gpu.name});
     }
-    out += "\nGPUs:\n" + table(gpus);
+    out += "\nGPUs:\n" + textColumns(gpus, "  ");
 
     std::vector<std::vector<std::string>> links{headerRow(t)};
     for (int a = 0; a < n; ++a) {
@@ -74,7 +52,7 @@ std::string describeTopology(const Topology& t) {
                                    std::string(linkClassName(pairLinkClass(t, a, b))));
       links.push_back(std::move(row));
     }
-    out += "\nLinks (nvidia-smi path, link class):\n" + table(links);
+    out += "\nLinks (nvidia-smi path, link class):\n" + textColumns(links, "  ");
 
     bool anyP2p = false;
     for (int a = 0; a < n; ++a)
@@ -97,7 +75,7 @@ std::string describeTopology(const Topology& t) {
         }
         p2p.push_back(std::move(row));
       }
-      out += "\nP2P read+write (row reads from / writes to column):\n" + table(p2p);
+      out += "\nP2P read+write (row reads from / writes to column):\n" + textColumns(p2p, "  ");
     } else {
       out += "\nP2P: unknown\n";
     }

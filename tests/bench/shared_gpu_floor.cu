@@ -5,7 +5,7 @@
 // with the call order on and off. In the same run, the floors: an empty kernel in the same graph shape
 // (N streams, one node per call), one flag round trip between two co-resident blocks, and NCCL at one
 // rank. A benchmark, not a test: it reports medians with their spread and writes CSV
-// (tools/plot_floor.py draws it; docs/kernels.md, "Fixed cost").
+// (tools/bench/plot_floor.py draws it; docs/kernels.md, "Fixed cost").
 //
 //   symmem_floor_bench [--ranks 2,4,8] [--calls 64] [--replays 50] [--repeats 7] [--no-programmatic] [--csv FILE]
 #include <cuda_runtime.h>

@@ -11,7 +11,7 @@
 #include "core/bounded_file.h"
 #include "tests/gpu/gpu_test_macros.h"
 #include "tests/unit/tool_run.h"
-#include "tools/health_csv.h"
+#include "tools/health/csv.h"
 
 namespace symmem {
 namespace {

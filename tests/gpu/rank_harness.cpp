@@ -16,7 +16,7 @@
 
 #include "core/settings.h"
 #include "plugin/process.h"
-#include "tools/bench_ranks.h"
+#include "tools/common/rank_rendezvous.h"
 
 namespace symmem::testing {
 
@@ -29,7 +29,7 @@ int gpuCount(std::string* why) {
   static std::string cachedWhy;
   if (cached < 0) {
     cached = 0;
-    if (bench::countGpuDeviceNodes() == 0) {
+    if (harness::countGpuDeviceNodes() == 0) {
       cachedWhy = "no /dev/nvidia[0-9]* device nodes";
     } else {
       int fds[2];

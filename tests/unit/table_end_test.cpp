@@ -16,7 +16,7 @@
 #include "core/table_file.h"
 #include "tests/unit/temp_file.h"
 #include "tests/unit/tool_run.h"
-#include "tools/tune_output.h"
+#include "tools/common/output_file.h"
 
 namespace symmem {
 namespace {

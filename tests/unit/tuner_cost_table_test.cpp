@@ -8,8 +8,8 @@
 #include "core/table_file.h"
 #include "plugin/tuner.h"
 #include "tests/unit/nccl_cost_table.h"
-#include "tools/tune_bands.h"
-#include "tools/tune_table.h"
+#include "tools/tune/bands.h"
+#include "tools/tune/table.h"
 
 namespace symmem {
 namespace {

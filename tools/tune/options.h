@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+// symmem-tune's command line, parsed without touching the machine (so the tests can run it on CPU).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/link_class.h"
+#include "core/sym_variant.h"
+#include "tools/common/cli_values.h"
+#include "tools/tune/crossover.h"
+
+namespace symmem {
+
+// Which NCCL configurations (forced algorithm/protocol, tools/tune/crossover.h) are timed beside stock NCCL.
+enum class NcclConfigSet {
+  Default,  // ring/tree x ll/simple everywhere, and x ll128 where the world's link is NVLink (NCCL leaves
+            // LL128 off on PCIe, so a band for it would not apply there)
+  All,      // all six, LL128 on PCIe too
+  None,     // stock NCCL only
+  List,     // the configs in TuneOptions::ncclConfigList
+};
+
+// Where --install puts the table: nowhere (--out), the user's directory, or the system's.
+enum class TuneInstall { None, User, System };
+
+struct TuneOptions {
+  std::vector<int> gpus;            // --gpus: NVML / nvidia-smi indices; empty: every GPU of the node
+  std::vector<int> worldSizes;      // --ranks: empty: 2, 4, 8, ... up to the GPU count, plus the count itself
+  uint64_t minBytes = 8;            // --min
+  uint64_t maxBytes = 64ull << 20;  // --max
+  int sizeStep = 2;                 // x2 between measured sizes; --quick: x4
+  double margin = 0.05;  // --margin (percent on the command line): how much faster than a simpler path a path must be
+  int callsPerBatch = 200;     // --iters: calls captured in one graph at small sizes (fewer for large sizes)
+  int batchesPerRound = 7;     // --reps: timed graph replays per path and round
+  int rounds = 3;              // --rounds: the paths are timed in turn, this many times (drift hits them alike)
+  std::string dtype = "bf16";  // --dtype bf16|fp16|fp32
+  std::string out = "symmem-table.txt";      // --out
+  std::string ncclLibrary = "libnccl.so.2";  // --nccl-lib
+  int timeoutSec = 1800;  // --timeout-s: per set of ranks (a world's stock set, one NCCL configuration)
+  // --variants: the kernel variants timed (one-shot and two-shot of each), in the order push, pull, staged.
+  std::vector<SymVariant> variants = {SymVariant::Push, SymVariant::Pull, SymVariant::Staged};
+  NcclConfigSet ncclConfigs = NcclConfigSet::Default;  // --nccl-configs default|all|none|LIST
+  std::vector<TunePath> ncclConfigList;                // with LIST: in the candidates' order
+  std::string csv;                                     // --csv: every median to this file ("": none)
+  bool quick = false;                                  // --quick
+  bool planOnly = false;  // --plan: check the machine, print what would be measured and the estimate, then exit
+  // --install / --install-system: write the table where the plugin finds it without SYMMEM_TABLE
+  // (core/installed_table.h), in place of --out.
+  TuneInstall install = TuneInstall::None;
+  bool help = false;
+};
+
+using TuneArgsResult = ArgsResult<TuneOptions>;
+
+TuneArgsResult parseTuneArgs(const std::vector<std::string>& args);  // args without the program name
+
+std::string tuneUsage();
+
+// The measured sizes: minBytes, minBytes * step, ... up to maxBytes.
+std::vector<uint64_t> tuneSizes(const TuneOptions& options);
+
+// Calls in one timed graph for a message of `bytes`: the full count up to 256 KiB, then fewer so a
+// large size does not take minutes, never below 10 (or the full count, if that is smaller). The same
+// on every rank: each rank's graph must hold the same collectives.
+int callsForSize(uint64_t bytes, int callsPerBatch);
+
+// Element size of --dtype.
+size_t tuneElementBytes(const TuneOptions& options);
+
+// The NCCL configurations timed for a world whose link is `link`, in the candidates' order.
+std::vector<TunePath> ncclConfigsFor(const TuneOptions& options, LinkClass link);
+// The symmetric paths timed: one-shot of each variant, then two-shot of each.
+std::vector<TunePath> symmetricPathsFor(const TuneOptions& options);
+
+}  // namespace symmem
