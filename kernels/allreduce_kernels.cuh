@@ -11,10 +11,12 @@
 //   bounded_wait.cuh     polling peers' data with a deadline and the abort word
 //   programmatic_launch.h  the launch handshake with the previous and next kernel
 //   pull_flags.cuh       the pull variants' tile announcements
+//   cost_trace.cuh       benchmark-only timestamps (one-shot push)
 #include <cstddef>
 #include <cstdint>
 
 #include "kernels/bounded_wait.cuh"
+#include "kernels/cost_trace.cuh"
 #include "kernels/device_view.h"
 #include "kernels/flag_protocol.cuh"
 #include "kernels/programmatic_launch.h"
@@ -44,7 +46,8 @@ enum Variant : int { kPush = 0, kPull = 1, kStaged = 2 };
 // what peer rank-k sent it, so each rank has one outbound and one inbound stream at a time (per
 // thread: threads move through the steps on their own, no barrier).
 template <typename T, int OP>
-__device__ __forceinline__ void oneShotPush(const DeviceView& v, const T* send, T* recv, size_t count, bool staged) {
+__device__ __forceinline__ void oneShotPush(const DeviceView& v, const T* send, T* recv, size_t count, bool staged,
+                                            CostTrace& trace) {
   constexpr int kPer = kElemsPerVec<T>;
   const size_t nVec = vectorCount(count * sizeof(T));
   const bool inAligned = isVecAligned(send), outAligned = isVecAligned(recv);
@@ -55,6 +58,7 @@ __device__ __forceinline__ void oneShotPush(const DeviceView& v, const T* send, 
   BlockControl* ctl = v.control->oneShot;
   const RoundState st = beginLaunch(v, ctl);
   if (st.aborted) return;
+  trace.mark(kMarkRound);
   const int buf = roundBuffer(st.round);
   const size_t slotBytes = v.layout.oneShotSlotBytes;
   const size_t myOffset = oneShotSlotOffset(v.layout, buf, v.rank);
@@ -69,6 +73,7 @@ __device__ __forceinline__ void oneShotPush(const DeviceView& v, const T* send, 
       for (int q = 0; q < kMaxRanks; ++q)
         if (q < v.nRanks && q != v.rank) packetAt(v.peer[q] + myOffset + i * kVecBytes)->write(x);
     }
+    trace.mark(kMarkSent);
   } else {
     // 1. Staged: step k pushes to rank+k, then waits for rank-k's data (kept in the slot for step 3).
     for (int k = 1; k < v.nRanks && !d.failed; ++k) {
@@ -93,6 +98,7 @@ __device__ __forceinline__ void oneShotPush(const DeviceView& v, const T* send, 
     uint4 in[kMaxRanks];
     receiveFromPeers<T>(v, bufBase + i * kVecBytes, slotBytes, peers, in, d);
     if (d.failed) break;
+    if (i == first) trace.mark(kMarkArrived);
     const uint4 own = i == first ? firstIn : SentinelPacket::seal<T>(loadVector<T>(send, i * kPer, count, inAligned));
     // Sealed like two-shot's reduced chunks: a -0.0 result is +0.0 in both algorithms.
     storeVector<T>(recv, i * kPer, count, SentinelPacket::seal<T>(reduceInRankOrder<T, OP>(in, own, v.rank, v.nRanks)),
@@ -100,17 +106,21 @@ __device__ __forceinline__ void oneShotPush(const DeviceView& v, const T* send, 
   }
 
   endLaunch(v, ctl, st.round, paddedBytes(count * sizeof(T)));
+  trace.mark(kMarkEnd);
+  trace.store(v, st.round);
 }
 
 template <typename T, int OP>
 __global__ void __launch_bounds__(kMaxThreads)
     oneShotAllReduce(const __grid_constant__ DeviceView v, const T* send, T* recv, size_t count, int variant) {
-  allowNextLaunch();
-  waitForPreviousKernel();
+  CostTrace trace(v);
+  trace.mark(kMarkEntry);
+  programmaticHandshake((v.costSwitches & kTriggerBeforeWait) != 0u);
+  trace.mark(kMarkPrevDone);
   if (variant == kPull)
     oneShotPull<T, OP>(v, send, recv, count);
   else
-    oneShotPush<T, OP>(v, send, recv, count, variant == kStaged);
+    oneShotPush<T, OP>(v, send, recv, count, variant == kStaged, trace);
 }
 
 // ==================================================================================================
@@ -221,8 +231,7 @@ __device__ __forceinline__ void twoShotPush(const DeviceView& v, const T* send, 
 template <typename T, int OP>
 __global__ void __launch_bounds__(kMaxThreads)
     twoShotAllReduce(const __grid_constant__ DeviceView v, const T* send, T* recv, size_t count, int variant) {
-  allowNextLaunch();
-  waitForPreviousKernel();
+  programmaticHandshake((v.costSwitches & kTriggerBeforeWait) != 0u);
   if (variant == kPull)
     twoShotPull<T, OP>(v, send, recv, count);
   else

@@ -10,8 +10,7 @@ namespace device {
 
 // Purpose: launch-cost floor. Requires: nothing. Launch shape: 1 x 32. Size range: none.
 __global__ void emptyKernel() {
-  allowNextLaunch();
-  waitForPreviousKernel();
+  programmaticHandshake(false);
 }
 
 // Purpose: one-way peer store latency, with the all-reduce kernels' own 16-byte accesses.
