@@ -46,6 +46,7 @@ struct DeviceControl {
 enum CostSwitch : uint32_t {
   kTriggerBeforeWait = 1u << 0,  // admit the next kernel before waiting for the previous one (programmatic_launch.h)
   kRecordEveryCall = 1u << 1,    // one call-order record node per captured call (symmetric_order.cpp)
+  kSeqCstAnnounce = 1u << 2,     // pull: a sequentially consistent system fence before a tile's flags (pull_flags.cuh)
 };
 
 // Benchmark-only timestamps (SymmetricConfig::costTrace): thread 0 of block 0 of every one-shot push
