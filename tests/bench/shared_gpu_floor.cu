@@ -9,7 +9,8 @@
 //
 //   symmem_floor_bench [--ranks 2,4,8] [--calls 64] [--replays 50] [--repeats 7] [--no-programmatic] [--csv FILE]
 //                      [--paths one-shot-push,...] [--sizes 8,64,...] [--graph-only] [--timeout-ms MS]
-//                      [--switches trigger-before-wait,record-every-call] [--trace FILE]
+//                      [--switches trigger-before-wait,record-every-call,seq-cst-announce] [--trace FILE]
+//                      [--eager-unbounded]
 //
 // --switches runs the earlier forms of the per-call path (SymmetricConfig::costSwitches), so that one
 // binary measures before and after. --trace FILE takes the one-shot push graph rows apart with the
@@ -30,6 +31,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 #include <thread>
 #include <vector>
 
@@ -56,6 +58,7 @@ struct Options {
   std::string paths;         // --paths one-shot-push,two-shot-pull,...: only those (default: all)
   std::vector<int> sizes = {8, 64, 512, 4096, 16384, 65536};
   bool eager = true;  // --graph-only: no eager runs
+  bool eagerUnbounded = false;  // --eager-unbounded: no bound on the eager calls in flight (timeCalls)
   int64_t timeoutMs = 20000;
   uint32_t switches = 0;  // --switches: CostSwitch bits
   std::string switchNames = "none";
@@ -124,6 +127,12 @@ __global__ void flagRoundTrips(volatile unsigned* flags, int trips) {
 
 // Per-call microseconds of `calls` back-to-back launches made by launch(stream) on each of n threads
 // at once, captured once per thread and replayed (graph) or issued directly (eager); the slowest rank.
+// Eager calls: each rank keeps at most two replays (2 x calls) in flight, waiting for the one before
+// the last before it issues the next. Unbounded (--eager-unbounded), N threads issuing thousands of
+// calls into one context at once ended in peer timeouts at 2, 4 and 8 ranks sharing one H200, in
+// eager rows only, with 8 hardware queues and with 32, before and after the kernel fixes: a rank
+// running far ahead holds launch resources the context shares while its kernels wait for peers
+// whose launches are behind (docs/kernels.md, "Timeouts found by this benchmark").
 // Eager only: hostUs, if given, receives per repeat the slowest rank's host time per call of the first
 // `calls` launches (the queue is empty then: what the host path itself costs).
 template <typename Launch>
@@ -138,6 +147,8 @@ std::vector<double> timeCalls(int n, const Options& o, bool graph, ShmAllGather&
       CHECK_CUDA(cudaSetDevice(0));
       cudaStream_t s;
       CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+      cudaEvent_t done[2];
+      for (cudaEvent_t& e : done) CHECK_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
       cudaGraphExec_t exec = nullptr;
       if (graph) {
         cudaGraph_t g;
@@ -155,10 +166,14 @@ std::vector<double> timeCalls(int n, const Options& o, bool graph, ShmAllGather&
         shm.barrier(r);
         const auto t0 = std::chrono::steady_clock::now();
         for (int rep = 0; rep < o.replays; ++rep) {
-          if (graph)
+          if (graph) {
             CHECK_CUDA(cudaGraphLaunch(exec, s));
-          else
+          } else {
+            // Eager: at most two replays' calls in flight per rank (the comment above timeCalls).
+            if (!o.eagerUnbounded && rep >= 2) CHECK_CUDA(cudaEventSynchronize(done[rep % 2]));
             for (int i = 0; i < o.calls; ++i) launch(r, s);
+            CHECK_CUDA(cudaEventRecord(done[rep % 2], s));
+          }
           if (rep == 0) host[r][k] = usSince(t0) / o.calls;
         }
         CHECK_CUDA(cudaStreamSynchronize(s));
@@ -166,6 +181,7 @@ std::vector<double> timeCalls(int n, const Options& o, bool graph, ShmAllGather&
       }
       shm.barrier(r);
       if (exec) CHECK_CUDA(cudaGraphExecDestroy(exec));
+      for (cudaEvent_t& e : done) CHECK_CUDA(cudaEventDestroy(e));
       CHECK_CUDA(cudaStreamDestroy(s));
     });
   }
@@ -476,6 +492,8 @@ int main(int argc, char** argv) {
         q = *end == ',' ? end + 1 : end;
       }
       ++i;
+    } else if (a == "--eager-unbounded") {
+      o.eagerUnbounded = true;
     } else if (a == "--graph-only") {
       o.eager = false;
     } else if (a == "--timeout-ms" && next) {
@@ -483,11 +501,11 @@ int main(int argc, char** argv) {
       ++i;
     } else if (a == "--switches" && next) {
       o.switchNames = next;
-      for (const std::string name : {"trigger-before-wait", "record-every-call"}) {
-        if (("," + o.switchNames + ",").find("," + name + ",") == std::string::npos) continue;
-        o.switches |= name == "trigger-before-wait" ? symmem::kernels::kTriggerBeforeWait
-                                                    : symmem::kernels::kRecordEveryCall;
-      }
+      const std::pair<const char*, uint32_t> known[] = {{"trigger-before-wait", symmem::kernels::kTriggerBeforeWait},
+                                                        {"record-every-call", symmem::kernels::kRecordEveryCall},
+                                                        {"seq-cst-announce", symmem::kernels::kSeqCstAnnounce}};
+      for (const auto& [name, bit] : known)
+        if (("," + o.switchNames + ",").find("," + std::string(name) + ",") != std::string::npos) o.switches |= bit;
       ++i;
     } else if (a == "--trace" && next) {
       o.trace = next;
@@ -501,7 +519,8 @@ int main(int argc, char** argv) {
       std::fprintf(
           stderr,
           "usage: %s [--ranks 2,4,8] [--calls 64] [--replays 50] [--repeats 7] [--no-programmatic] [--csv FILE] "
-          "[--paths LIST] [--sizes LIST] [--graph-only] [--timeout-ms MS] [--switches LIST] [--trace FILE]\n",
+          "[--paths LIST] [--sizes LIST] [--graph-only] [--timeout-ms MS] [--switches LIST] [--trace FILE] "
+          "[--eager-unbounded]\n",
           argv[0]);
       return 2;
     }
