@@ -113,8 +113,8 @@ __device__ __forceinline__ void oneShotPush(const DeviceView& v, const OneShotPl
       const int to = (p.rank + k) % p.nRanks, from = (p.rank + p.nRanks - k) % p.nRanks;
       for (size_t i = first; i < nVec; i += stride) {
         const uint4 x = i == first ? firstIn : SentinelPacket::seal<T>(loadVector<T>(send, i * kPer, count, inAligned));
-        packetAt(v.peer[to] + myOffset + i * kVecBytes)->write(x);  // v: a register array indexed at run time
-                                                                     // would live in local memory
+        // v.peer, not p.peer: a register array indexed at run time would live in local memory.
+        packetAt(v.peer[to] + myOffset + i * kVecBytes)->write(x);
       }
       for (size_t i = first; i < nVec && !d.failed; i += stride) {
         uint4 seen[kMaxRanks];

@@ -65,7 +65,7 @@ struct DeviceView {
   DeviceControl* control;        // device memory
   volatile uint32_t* errorWord;  // mapped pinned host memory, HostWord entries
   uint64_t timeoutNs;
-  int gridCap;  // no launch of this comm has more blocks (<= kMaxGrid)
+  int gridCap;            // no launch of this comm has more blocks (<= kMaxGrid)
   uint32_t costSwitches;  // CostSwitch bits, 0 outside the benchmark
   uint64_t* trace;        // kTraceCalls x kTraceWords, nullptr outside the benchmark
 };

@@ -35,10 +35,10 @@ __device__ __forceinline__ uint4 loadRelaxedSys(const char* p) {
 //    setup arms before its last barrier).
 //  - Writer: write() puts a sealed payload (seal(): every -0.0 element of T becomes +0.0; the tail of
 //    a message is padded with +0.0) into a peer's slot. A sealed word never looks pending.
-//  - Reader: poll() reads its own buffer only, arrived() judges what it read. A word is pending while it holds a -0.0 element of
-//    T (fp32: the word is 0x80000000; fp16/bf16: either half is 0x8000). Words are atomic and sealed
-//    data has no -0.0, so once no word of a packet is pending every word is the writer's: the packet
-//    is exactly what was written.
+//  - Reader: poll() reads its own buffer only, arrived() judges what it read. A word is pending while
+//    it holds a -0.0 element of T (fp32: the word is 0x80000000; fp16/bf16: either half is 0x8000).
+//    Words are atomic and sealed data has no -0.0, so once no word of a packet is pending every word is
+//    the writer's: the packet is exactly what was written.
 //  - Order: the reader assumes no order between packets, nor between a packet and any other memory:
 //    it uses only the data of the packets it polled.
 //  - Cost: -0.0 cannot travel; it arrives as +0.0.

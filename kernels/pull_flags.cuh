@@ -7,9 +7,9 @@
 // release is cumulative over what the barrier made the thread observe: the block's data stores. The
 // reader's acquire load of the flag, then its barrier, pairs with it. A sequentially consistent fence
 // (__threadfence_system, fence.sc.sys) orders more than that and is not needed (kSeqCstAnnounce
-// keeps it for the benchmark). A reader polls its own copy of the flag (a local read) until it has reached its round, then
-// reads the data over P2P (non-posted reads, relaxed at system scope so that no stale cached copy of
-// an earlier round is ever used).
+// keeps it for the benchmark). A reader polls its own copy of the flag (a local read) until it has
+// reached its round, then reads the data over P2P (non-posted reads, relaxed at system scope so that
+// no stale cached copy of an earlier round is ever used).
 //
 // Flags only grow (the round number of the algorithm, counted on the device, + 1), so one flag per
 // (region, source, tile) serves every round: an owner may already have announced round r+1 while a

@@ -31,8 +31,8 @@
 #include <cstring>
 #include <memory>
 #include <string>
-#include <utility>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "kernels/device_view.h"
@@ -57,7 +57,7 @@ struct Options {
   bool programmatic = true;  // --no-programmatic: launch without programmatic stream serialization
   std::string paths;         // --paths one-shot-push,two-shot-pull,...: only those (default: all)
   std::vector<int> sizes = {8, 64, 512, 4096, 16384, 65536};
-  bool eager = true;  // --graph-only: no eager runs
+  bool eager = true;            // --graph-only: no eager runs
   bool eagerUnbounded = false;  // --eager-unbounded: no bound on the eager calls in flight (timeCalls)
   int64_t timeoutMs = 20000;
   uint32_t switches = 0;  // --switches: CostSwitch bits
@@ -129,10 +129,11 @@ __global__ void flagRoundTrips(volatile unsigned* flags, int trips) {
 // at once, captured once per thread and replayed (graph) or issued directly (eager); the slowest rank.
 // Eager calls: each rank keeps at most two replays (2 x calls) in flight, waiting for the one before
 // the last before it issues the next. Unbounded (--eager-unbounded), N threads issuing thousands of
-// calls into one context at once ended in peer timeouts at 2, 4 and 8 ranks sharing one H200, in
-// eager rows only, with 8 hardware queues and with 32, before and after the kernel fixes: a rank
-// running far ahead holds launch resources the context shares while its kernels wait for peers
-// whose launches are behind (docs/kernels.md, "Timeouts found by this benchmark").
+// calls into one context at once ended, now and then, in peer timeouts at 2, 4 and 8 ranks sharing
+// one H200, in eager rows only, with 8 hardware queues and with 32, before and after the kernel
+// fixes. Suspected, not established: a rank far ahead holds a launch resource the context shares
+// while its kernels wait for peers whose launches are behind (docs/kernels.md, "Timeouts found by
+// this benchmark").
 // Eager only: hostUs, if given, receives per repeat the slowest rank's host time per call of the first
 // `calls` launches (the queue is empty then: what the host path itself costs).
 template <typename Launch>
@@ -376,9 +377,12 @@ void symmetric(int n, const Options& o, bool ordered, double emptyGraphUs, doubl
         emit({n, p.name, graph ? "graph" : "eager", ordered, bytes, statOf(us)}, graph ? emptyGraphUs : emptyEagerUs);
         if (!graph) {
           emit({n, p.name, "host", ordered, bytes, statOf(hostUs)}, 0);
-          emit({n, p.name, "host-1-thread", ordered, bytes, statOf(oneThreadHostUs(n, o, [&](int r, cudaStream_t s) {
-                  comms[r]->allReduce(in[r], out[r], bytes / 4, DataType::Float32, ReduceOp::Sum, p.kernel, s);
-                }))},
+          emit({n, p.name, "host-1-thread", ordered, bytes,
+                statOf(oneThreadHostUs(n, o,
+                                       [&](int r, cudaStream_t s) {
+                                         comms[r]->allReduce(in[r], out[r], bytes / 4, DataType::Float32, ReduceOp::Sum,
+                                                             p.kernel, s);
+                                       }))},
                0);
         }
         if (graph && !o.trace.empty() && key == "one-shot-push") writeTrace(n, bytes, traces, o.calls);

@@ -701,8 +701,8 @@ TEST(KernelsGpu, LongGraphsThenEagerCallsOnOneCommunicator) {
   constexpr int kCalls = 64, kReplays = 3;
   constexpr size_t kMaxElems = 1024;  // 4 KiB of fp32
   const size_t sizes[4] = {2, 16, 128, 1024};
-  const KernelChoice kinds[6] = {{Algorithm::OneShot, SymVariant::Push},  {Algorithm::TwoShot, SymVariant::Push},
-                                 {Algorithm::OneShot, SymVariant::Pull},  {Algorithm::TwoShot, SymVariant::Pull},
+  const KernelChoice kinds[6] = {{Algorithm::OneShot, SymVariant::Push},   {Algorithm::TwoShot, SymVariant::Push},
+                                 {Algorithm::OneShot, SymVariant::Pull},   {Algorithm::TwoShot, SymVariant::Pull},
                                  {Algorithm::OneShot, SymVariant::Staged}, {Algorithm::TwoShot, SymVariant::Staged}};
   struct Phase {
     bool graph;
@@ -751,8 +751,8 @@ TEST(KernelsGpu, LongGraphsThenEagerCallsOnOneCommunicator) {
         auto issue = [&]() {
           for (int i = 0; i < kCalls; ++i) {
             const KernelChoice k = kinds[ph.kind >= 0 ? ph.kind : i % 6];
-            const Status st = comm->allReduce(in + i * kMaxElems, out + i * kMaxElems, sizes[i % 4],
-                                              DataType::Float32, ReduceOp::Sum, k, stream);
+            const Status st = comm->allReduce(in + i * kMaxElems, out + i * kMaxElems, sizes[i % 4], DataType::Float32,
+                                              ReduceOp::Sum, k, stream);
             if (st != Status::Ok) return st;
           }
           return Status::Ok;
