@@ -11,10 +11,12 @@
 //   bounded_wait.cuh     polling peers' data with a deadline and the abort word
 //   programmatic_launch.h  the launch handshake with the previous and next kernel
 //   pull_flags.cuh       the pull variants' tile announcements
+//   cost_trace.cuh       benchmark-only timestamps (one-shot push)
 #include <cstddef>
 #include <cstdint>
 
 #include "kernels/bounded_wait.cuh"
+#include "kernels/cost_trace.cuh"
 #include "kernels/device_view.h"
 #include "kernels/flag_protocol.cuh"
 #include "kernels/programmatic_launch.h"
@@ -40,11 +42,46 @@ namespace symmem::kernels::device {
 // The variant a launch runs (the kernels' argument; core/sym_variant.h's values).
 enum Variant : int { kPush = 0, kPull = 1, kStaged = 2 };
 
+// What a one-shot push or staged launch takes from its parameters, read before the programmatic wait.
+// Parameters never depend on the previous kernel, and read there, while the launch is parked, no
+// constant-cache miss falls on the call's critical path after the wait (two of them, one behind the
+// other, made up most of the 0.6 us between the wait and the round record on 1x H200).
+struct OneShotPlan {
+  char* local;
+  char* peer[kMaxRanks];
+  BlockControl* ctl;
+  const uint32_t* aborted;
+  size_t regionOffset;  // layout.oneShotOffset
+  size_t slotBytes;     // layout.oneShotSlotBytes
+  int rank, nRanks, gridCap;
+
+  // Where rank src's slot of round buffer `buf` is, in any rank's buffer.
+  __device__ __forceinline__ size_t slot(int buf, int src) const {
+    return regionOffset + (static_cast<size_t>(buf) * nRanks + src) * slotBytes;
+  }
+};
+
+__device__ __forceinline__ OneShotPlan planOneShot(const DeviceView& v) {
+  OneShotPlan p;
+  p.local = v.local;
+#pragma unroll
+  for (int q = 0; q < kMaxRanks; ++q) p.peer[q] = v.peer[q];
+  p.ctl = v.control->oneShot;
+  p.aborted = &v.control->aborted;
+  p.regionOffset = v.layout.oneShotOffset;
+  p.slotBytes = v.layout.oneShotSlotBytes;
+  p.rank = v.rank;
+  p.nRanks = v.nRanks;
+  p.gridCap = v.gridCap;
+  return p;
+}
+
 // Push and staged. Staged sends to one peer per step: at step k (1..n-1) peer rank+k, then waits for
 // what peer rank-k sent it, so each rank has one outbound and one inbound stream at a time (per
 // thread: threads move through the steps on their own, no barrier).
 template <typename T, int OP>
-__device__ __forceinline__ void oneShotPush(const DeviceView& v, const T* send, T* recv, size_t count, bool staged) {
+__device__ __forceinline__ void oneShotPush(const DeviceView& v, const OneShotPlan& p, const T* send, T* recv,
+                                            size_t count, bool staged, CostTrace& trace) {
   constexpr int kPer = kElemsPerVec<T>;
   const size_t nVec = vectorCount(count * sizeof(T));
   const bool inAligned = isVecAligned(send), outAligned = isVecAligned(recv);
@@ -52,29 +89,31 @@ __device__ __forceinline__ void oneShotPush(const DeviceView& v, const T* send, 
   // The first input vector and the round are loaded together (neither depends on the other).
   const uint4 firstIn =
       first < nVec ? SentinelPacket::seal<T>(loadVector<T>(send, first * kPer, count, inAligned)) : uint4{};
-  BlockControl* ctl = v.control->oneShot;
-  const RoundState st = beginLaunch(v, ctl);
+  const RoundState st = beginLaunch(p.ctl, p.aborted);
   if (st.aborted) return;
+  trace.mark(kMarkRound);
   const int buf = roundBuffer(st.round);
-  const size_t slotBytes = v.layout.oneShotSlotBytes;
-  const size_t myOffset = oneShotSlotOffset(v.layout, buf, v.rank);
+  const size_t slotBytes = p.slotBytes;
+  const size_t myOffset = p.slot(buf, p.rank);
 
   Deadline d;
-  const char* bufBase = v.local + oneShotSlotOffset(v.layout, buf, 0);
+  const char* bufBase = p.local + p.slot(buf, 0);
   if (!staged) {
     // 1. Push: my input into my slot of round buffer `buf` in every peer's buffer.
     for (size_t i = first; i < nVec; i += stride) {
       const uint4 x = i == first ? firstIn : SentinelPacket::seal<T>(loadVector<T>(send, i * kPer, count, inAligned));
 #pragma unroll
       for (int q = 0; q < kMaxRanks; ++q)
-        if (q < v.nRanks && q != v.rank) packetAt(v.peer[q] + myOffset + i * kVecBytes)->write(x);
+        if (q < p.nRanks && q != p.rank) packetAt(p.peer[q] + myOffset + i * kVecBytes)->write(x);
     }
+    trace.mark(kMarkSent);
   } else {
     // 1. Staged: step k pushes to rank+k, then waits for rank-k's data (kept in the slot for step 3).
-    for (int k = 1; k < v.nRanks && !d.failed; ++k) {
-      const int to = (v.rank + k) % v.nRanks, from = (v.rank + v.nRanks - k) % v.nRanks;
+    for (int k = 1; k < p.nRanks && !d.failed; ++k) {
+      const int to = (p.rank + k) % p.nRanks, from = (p.rank + p.nRanks - k) % p.nRanks;
       for (size_t i = first; i < nVec; i += stride) {
         const uint4 x = i == first ? firstIn : SentinelPacket::seal<T>(loadVector<T>(send, i * kPer, count, inAligned));
+        // v.peer, not p.peer: a register array indexed at run time would live in local memory.
         packetAt(v.peer[to] + myOffset + i * kVecBytes)->write(x);
       }
       for (size_t i = first; i < nVec && !d.failed; i += stride) {
@@ -85,32 +124,41 @@ __device__ __forceinline__ void oneShotPush(const DeviceView& v, const T* send, 
   }
 
   // 2. Re-arm the previous round's slots while the peers' data is on its way.
-  rearmSlots(v, oneShotSlotOffset(v.layout, rearmBuffer(st.round), 0), slotBytes, st.rearmBytes);
+  rearmSlots(p.local, p.rank, p.nRanks, p.slot(rearmBuffer(st.round), 0), slotBytes, st.rearmBytes);
 
   // 3. Wait for every peer's vector, reduce in rank order, write the output.
-  const uint32_t peers = peerMask(v.rank, v.nRanks);
+  const uint32_t peers = peerMask(p.rank, p.nRanks);
   for (size_t i = first; i < nVec && !d.failed; i += stride) {
     uint4 in[kMaxRanks];
     receiveFromPeers<T>(v, bufBase + i * kVecBytes, slotBytes, peers, in, d);
     if (d.failed) break;
+    if (i == first) trace.mark(kMarkArrived);
     const uint4 own = i == first ? firstIn : SentinelPacket::seal<T>(loadVector<T>(send, i * kPer, count, inAligned));
     // Sealed like two-shot's reduced chunks: a -0.0 result is +0.0 in both algorithms.
-    storeVector<T>(recv, i * kPer, count, SentinelPacket::seal<T>(reduceInRankOrder<T, OP>(in, own, v.rank, v.nRanks)),
+    storeVector<T>(recv, i * kPer, count, SentinelPacket::seal<T>(reduceInRankOrder<T, OP>(in, own, p.rank, p.nRanks)),
                    outAligned);
   }
 
-  endLaunch(v, ctl, st.round, paddedBytes(count * sizeof(T)));
+  endLaunch(p.gridCap, p.ctl, st.round, paddedBytes(count * sizeof(T)));
+  trace.mark(kMarkEnd);
+  trace.store(v, st.round);
 }
 
 template <typename T, int OP>
 __global__ void __launch_bounds__(kMaxThreads)
     oneShotAllReduce(const __grid_constant__ DeviceView v, const T* send, T* recv, size_t count, int variant) {
-  allowNextLaunch();
-  waitForPreviousKernel();
-  if (variant == kPull)
+  CostTrace trace(v);
+  trace.mark(kMarkEntry);
+  const bool triggerFirst = (v.costSwitches & kTriggerBeforeWait) != 0u;
+  if (variant == kPull) {
+    programmaticHandshake(triggerFirst);
     oneShotPull<T, OP>(v, send, recv, count);
-  else
-    oneShotPush<T, OP>(v, send, recv, count, variant == kStaged);
+    return;
+  }
+  const OneShotPlan plan = planOneShot(v);
+  programmaticHandshake(triggerFirst);
+  trace.mark(kMarkPrevDone);
+  oneShotPush<T, OP>(v, plan, send, recv, count, variant == kStaged, trace);
 }
 
 // ==================================================================================================
@@ -221,8 +269,7 @@ __device__ __forceinline__ void twoShotPush(const DeviceView& v, const T* send, 
 template <typename T, int OP>
 __global__ void __launch_bounds__(kMaxThreads)
     twoShotAllReduce(const __grid_constant__ DeviceView v, const T* send, T* recv, size_t count, int variant) {
-  allowNextLaunch();
-  waitForPreviousKernel();
+  programmaticHandshake((v.costSwitches & kTriggerBeforeWait) != 0u);
   if (variant == kPull)
     twoShotPull<T, OP>(v, send, recv, count);
   else

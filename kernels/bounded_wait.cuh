@@ -61,15 +61,24 @@ __device__ __forceinline__ bool keepWaiting(Deadline& d, const DeviceView& v, in
 __device__ __forceinline__ uint32_t peerMask(int rank, int n) { return ((1u << n) - 1u) & ~(1u << rank); }
 
 // Polls packet `at + q * slotStride` of this rank's own buffer for every rank q in `pending` until
-// each has arrived; in[q] receives q's data. Stops early (d.failed) on timeout or abort.
+// each has arrived; in[q] receives q's data. Stops early (d.failed) on timeout or abort. Each round
+// issues the polls of every pending peer before looking at any of them, so that they are in flight
+// together: one load latency per round whatever the number of peers (polled one after the other, each
+// waiting for the previous one's answer, 8 ranks sharing one H200 spent 2.5 us per call waiting).
 template <typename T>
 __device__ __forceinline__ void receiveFromPeers(const DeviceView& v, const char* at, size_t slotStride,
                                                  uint32_t pending, uint4 (&in)[kMaxRanks], Deadline& d) {
   while (pending != 0u) {
+    uint4 polled[kMaxRanks];
+#pragma unroll
+    for (int q = 0; q < kMaxRanks; ++q)
+      if (pending & (1u << q)) polled[q] = packetAt(at + static_cast<size_t>(q) * slotStride)->poll();
 #pragma unroll
     for (int q = 0; q < kMaxRanks; ++q) {
-      if ((pending & (1u << q)) && packetAt(at + static_cast<size_t>(q) * slotStride)->tryRead<T>(in[q]))
+      if ((pending & (1u << q)) && SentinelPacket::arrived<T>(polled[q])) {
+        in[q] = polled[q];
         pending &= ~(1u << q);
+      }
     }
     if (pending != 0u && !keepWaiting(d, v, __ffs(pending) - 1)) return;
   }

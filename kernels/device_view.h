@@ -40,6 +40,22 @@ struct DeviceControl {
   uint32_t pad;
 };
 
+// Benchmark-only forms of the per-call path (SymmetricConfig::costSwitches), each the earlier form of
+// something that was changed to cut the fixed cost, kept so that one binary measures both
+// (tests/bench/shared_gpu_floor.cu, docs/kernels.md "Fixed cost"). Every switch keeps results exact.
+enum CostSwitch : uint32_t {
+  kTriggerBeforeWait = 1u << 0,  // admit the next kernel before waiting for the previous one (programmatic_launch.h)
+  kRecordEveryCall = 1u << 1,    // one call-order record node per captured call (symmetric_order.cpp)
+  kSeqCstAnnounce = 1u << 2,     // pull: a sequentially consistent system fence before a tile's flags (pull_flags.cuh)
+};
+
+// Benchmark-only timestamps (SymmetricConfig::costTrace): thread 0 of block 0 of every one-shot push
+// launch stores, for call `round % kTraceCalls`, kTraceMarks %globaltimer values and as many clock64
+// values (cost_trace.cuh names the marks).
+inline constexpr int kTraceCalls = 64;
+inline constexpr int kTraceMarks = 6;
+inline constexpr int kTraceWords = 2 * kTraceMarks;
+
 struct DeviceView {
   int rank;
   int nRanks;
@@ -49,7 +65,9 @@ struct DeviceView {
   DeviceControl* control;        // device memory
   volatile uint32_t* errorWord;  // mapped pinned host memory, HostWord entries
   uint64_t timeoutNs;
-  int gridCap;  // no launch of this comm has more blocks (<= kMaxGrid)
+  int gridCap;            // no launch of this comm has more blocks (<= kMaxGrid)
+  uint32_t costSwitches;  // CostSwitch bits, 0 outside the benchmark
+  uint64_t* trace;        // kTraceCalls x kTraceWords, nullptr outside the benchmark
 };
 
 }  // namespace symmem::kernels

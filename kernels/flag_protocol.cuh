@@ -35,10 +35,10 @@ __device__ __forceinline__ uint4 loadRelaxedSys(const char* p) {
 //    setup arms before its last barrier).
 //  - Writer: write() puts a sealed payload (seal(): every -0.0 element of T becomes +0.0; the tail of
 //    a message is padded with +0.0) into a peer's slot. A sealed word never looks pending.
-//  - Reader: tryRead() polls its own buffer only. A word is pending while it holds a -0.0 element of
-//    T (fp32: the word is 0x80000000; fp16/bf16: either half is 0x8000). Words are atomic and sealed
-//    data has no -0.0, so once no word of a packet is pending every word is the writer's: the packet
-//    is exactly what was written.
+//  - Reader: poll() reads its own buffer only, arrived() judges what it read. A word is pending while
+//    it holds a -0.0 element of T (fp32: the word is 0x80000000; fp16/bf16: either half is 0x8000).
+//    Words are atomic and sealed data has no -0.0, so once no word of a packet is pending every word is
+//    the writer's: the packet is exactly what was written.
 //  - Order: the reader assumes no order between packets, nor between a packet and any other memory:
 //    it uses only the data of the packets it polled.
 //  - Cost: -0.0 cannot travel; it arrives as +0.0.
@@ -69,13 +69,12 @@ struct alignas(16) SentinelPacket {
   // Sender, into a peer's slot.
   __device__ __forceinline__ void write(uint4 sealed) { storeRelaxedSys(reinterpret_cast<char*>(word), sealed); }
 
-  // Receiver, own slot: one poll; true (and `data` set) when the packet has arrived.
+  // Receiver, own slot: one poll, whatever it holds (arrived<T> says whether it is the writer's).
+  // Polls of several packets issued one after the other are in flight together.
+  __device__ __forceinline__ uint4 poll() const { return loadRelaxedSys(reinterpret_cast<const char*>(word)); }
   template <typename T>
-  __device__ __forceinline__ bool tryRead(uint4& data) const {
-    const uint4 x = loadRelaxedSys(reinterpret_cast<const char*>(word));
-    if (pending<T>(x)) return false;
-    data = x;
-    return true;
+  __device__ __forceinline__ static bool arrived(const uint4& polled) {
+    return !pending<T>(polled);
   }
 
   // Owner, own slot: back to armed.

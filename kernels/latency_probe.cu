@@ -9,10 +9,7 @@ namespace symmem::kernels {
 namespace device {
 
 // Purpose: launch-cost floor. Requires: nothing. Launch shape: 1 x 32. Size range: none.
-__global__ void emptyKernel() {
-  allowNextLaunch();
-  waitForPreviousKernel();
-}
+__global__ void emptyKernel() { programmaticHandshake(false); }
 
 // Purpose: one-way peer store latency, with the all-reduce kernels' own 16-byte accesses.
 // Requires: both ranks launched concurrently, flags at 0. Launch shape: 1 x 1. Size range: one

@@ -6,6 +6,8 @@
 // The next kernel on the stream may be scheduled while this one runs, and waits in
 // griddepcontrol.wait until this one has completed and its memory is visible. Every kernel does
 // everything after its wait, so the semantics are plain stream order; only the launch overlaps.
+// Every kernel waits before it admits the next one (programmaticHandshake below): that bounds the
+// grids of one stream that are resident at once to two.
 //
 // Both need compute capability 9.0, and code compiled for it: the device handshake compiles to
 // nothing below sm_90 (device:: below), and launchKernel launches plainly where the kernels' code
@@ -40,17 +42,38 @@ inline cudaError_t launchKernel(const void* kernel, unsigned blocks, unsigned th
 #if defined(__CUDACC__)
 namespace device {
 
-// First thing in a kernel: let the next kernel on the stream be scheduled now...
+// The previous kernel on the stream has completed and its memory is visible once this returns.
+__device__ __forceinline__ void waitForPreviousKernel() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+// The next kernel on the stream may be scheduled from now on (it then waits in its own
+// waitForPreviousKernel until this one has completed).
 __device__ __forceinline__ void allowNextLaunch() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
-// ...and wait for the previous one to complete before touching memory.
-__device__ __forceinline__ void waitForPreviousKernel() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
+
+// The handshake, first thing in every kernel: wait, then let the next one be scheduled. In this
+// order at most two grids of a stream are resident at once, the running one and the next one parked
+// in its wait, and the parked one waits only for its own predecessor. The other order lets every
+// kernel admit its successor before its own wait, so a graph of back-to-back calls becomes resident
+// as fast as the device takes it, each grid parked in its wait, holding one of the device's resident
+// grid slots (128 on sm_90) and its blocks' room on an SM while it waits for kernels that may not
+// have started. With 3 and 4 ranks sharing one H200 and 64 calls per graph, a kernel some rank
+// waited for then did not start and the waits ended in timeouts (4 ranks passed with 32 or 40 calls
+// per graph; docs/kernels.md, "Timeouts found by this benchmark"). `triggerFirst` is that earlier
+// order, kept for the benchmark that measures the difference (kTriggerBeforeWait).
+__device__ __forceinline__ void programmaticHandshake(bool triggerFirst) {
+  if (triggerFirst) {
+    allowNextLaunch();
+    waitForPreviousKernel();
+  } else {
+    waitForPreviousKernel();
+    allowNextLaunch();
+  }
 }
 
 }  // namespace device

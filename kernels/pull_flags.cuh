@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The pull variants' announcement: a tile's data is published in its owner's own buffer with plain
-// stores, then one thread of the block, after a block barrier and a system-scope fence, stores the
-// round number into the tile's flag in every peer's buffer (8 bytes each: posted writes, but few and
-// small). A reader polls its own copy of the flag (a local read) until it has reached its round, then
-// reads the data over P2P (non-posted reads, relaxed at system scope so that no stale cached copy of
-// an earlier round is ever used).
+// stores, then one thread of the block, after a block barrier and a system-scope acq_rel fence, stores
+// the round number into the tile's flag in every peer's buffer (8 bytes each: posted writes, but few
+// and small). In the PTX memory model the fence and the relaxed flag store are a release pattern, and
+// release is cumulative over what the barrier made the thread observe: the block's data stores. The
+// reader's acquire load of the flag, then its barrier, pairs with it. A sequentially consistent fence
+// (__threadfence_system, fence.sc.sys) orders more than that and is not needed (kSeqCstAnnounce
+// keeps it for the benchmark). A reader polls its own copy of the flag (a local read) until it has
+// reached its round, then reads the data over P2P (non-posted reads, relaxed at system scope so that
+// no stale cached copy of an earlier round is ever used).
 //
 // Flags only grow (the round number of the algorithm, counted on the device, + 1), so one flag per
 // (region, source, tile) serves every round: an owner may already have announced round r+1 while a
@@ -31,7 +35,11 @@ __device__ __forceinline__ uint64_t loadFlagAcquireSys(const char* p) {
 __device__ __forceinline__ void announceTile(const DeviceView& v, int region, size_t tile, uint64_t flag) {
   __syncthreads();
   if (threadIdx.x == 0) {
-    __threadfence_system();  // the block's stores (seen through the barrier) before the flags
+    // The block's stores (seen through the barrier) before the flags.
+    if ((v.costSwitches & kSeqCstAnnounce) != 0u)
+      __threadfence_system();
+    else
+      asm volatile("fence.acq_rel.sys;" ::: "memory");
 #pragma unroll
     for (int q = 0; q < kMaxRanks; ++q)
       if (q < v.nRanks && q != v.rank)

@@ -45,7 +45,9 @@ struct RoundState {
 // may finish the whole call (its peers' data already there) and write the record's next round in
 // endLaunch while a slower warp of the same block has not read it yet; every warp must see the round
 // of this launch. The barrier also gives every thread of the block the same `aborted`.
-__device__ __forceinline__ RoundState beginLaunch(const DeviceView& v, const BlockControl* ctl) {
+// `aborted` is &v.control->aborted (a launch that read its parameters before the programmatic wait
+// passes it in a register).
+__device__ __forceinline__ RoundState beginLaunch(const BlockControl* ctl, const uint32_t* aborted) {
   __shared__ RoundState shared;
   if (threadIdx.x == 0) {
     const BlockControl& mine = ctl[blockIdx.x];
@@ -54,36 +56,46 @@ __device__ __forceinline__ RoundState beginLaunch(const DeviceView& v, const Blo
     const uint64_t d0 = mine.dirtyBytes[0], d1 = mine.dirtyBytes[1], d2 = mine.dirtyBytes[2];
     const int rb = rearmBuffer(s.round);
     s.rearmBytes = rb == 0 ? d0 : rb == 1 ? d1 : d2;
-    s.aborted = *reinterpret_cast<volatile const uint32_t*>(&v.control->aborted) != 0;
+    s.aborted = *reinterpret_cast<volatile const uint32_t*>(aborted) != 0;
     shared = s;
   }
   __syncthreads();
   return shared;
 }
+__device__ __forceinline__ RoundState beginLaunch(const DeviceView& v, const BlockControl* ctl) {
+  return beginLaunch(ctl, &v.control->aborted);
+}
 
 // Records b, b + G, ... below gridCap (the largest grid any launch of this comm uses): round + 1,
 // `usedBytes` dirty in this round's buffer, nothing left to re-arm in the buffer this launch re-armed.
-__device__ __forceinline__ void endLaunch(const DeviceView& v, BlockControl* ctl, uint64_t round, uint64_t usedBytes) {
+__device__ __forceinline__ void endLaunch(int gridCap, BlockControl* ctl, uint64_t round, uint64_t usedBytes) {
   const int buf = roundBuffer(round), rb = rearmBuffer(round);
-  for (unsigned j = blockIdx.x + threadIdx.x * gridDim.x; j < static_cast<unsigned>(v.gridCap);
+  for (unsigned j = blockIdx.x + threadIdx.x * gridDim.x; j < static_cast<unsigned>(gridCap);
        j += blockDim.x * gridDim.x) {
     ctl[j].dirtyBytes[rb] = 0;
     ctl[j].dirtyBytes[buf] = usedBytes;
     ctl[j].round = round + 1;
   }
 }
+__device__ __forceinline__ void endLaunch(const DeviceView& v, BlockControl* ctl, uint64_t round, uint64_t usedBytes) {
+  endLaunch(v.gridCap, ctl, round, usedBytes);
+}
 
 // Re-arms, in this rank's own buffer, the first `bytes` of each slot of one round buffer (slots of
 // stride slotBytes from bufBase), except this rank's own slot, which no one writes.
-__device__ __forceinline__ void rearmSlots(const DeviceView& v, size_t bufBase, size_t slotBytes, uint64_t bytes) {
+__device__ __forceinline__ void rearmSlots(char* local, int rank, int nRanks, size_t bufBase, size_t slotBytes,
+                                           uint64_t bytes) {
   if (bytes == 0) return;
   const size_t vecs = bytes / kVecBytes;
   const size_t first = firstVector(), stride = vectorStride();
-  for (int q = 0; q < v.nRanks; ++q) {
-    if (q == v.rank) continue;
-    char* slot = v.local + bufBase + static_cast<size_t>(q) * slotBytes;
+  for (int q = 0; q < nRanks; ++q) {
+    if (q == rank) continue;
+    char* slot = local + bufBase + static_cast<size_t>(q) * slotBytes;
     for (size_t i = first; i < vecs; i += stride) packetAt(slot + i * kVecBytes)->arm();
   }
+}
+__device__ __forceinline__ void rearmSlots(const DeviceView& v, size_t bufBase, size_t slotBytes, uint64_t bytes) {
+  rearmSlots(v.local, v.rank, v.nRanks, bufBase, slotBytes, bytes);
 }
 
 }  // namespace symmem::kernels::device

@@ -48,6 +48,11 @@ struct SymmetricConfig {
                                    // launch overlaps the previous kernel; semantics unchanged
   bool orderStreams = true;        // calls run in call order whatever their streams, eager or captured, as
                                    // NCCL's do (symmetric_order.cpp); off only to measure what that costs
+  // Benchmark only (tests/bench/shared_gpu_floor.cu): CostSwitch bits (device_view.h), earlier forms
+  // of the per-call path kept to measure what replacing them saved, and a device array of
+  // kTraceCalls x kTraceWords timestamps that one-shot push launches fill (cost_trace.cuh).
+  uint32_t costSwitches = 0;
+  uint64_t* costTrace = nullptr;
 };
 
 enum class Status {

@@ -3,17 +3,20 @@
 // captured, and whatever mix of graphs is replayed at once, as NCCL's do (NCCL_GRAPH_MIXING_SUPPORT):
 // two calls running at once would share round buffers, and peers would pair them differently.
 //
-// One event, serial_, is recorded after every call: by the host after an eager launch, by an event
-// record node after a captured one (so each replay records it). Every call waits for it first:
+// One event, serial_, is recorded after every call: by the host after an eager launch; in a capture,
+// by one event record node that follows the capture's last call of this communicator (each replay
+// records it once, after that call; the calls of one capture are chained, so the last one to be
+// captured is the last to complete). Every call waits for it first:
 //  - eager: cudaStreamWaitEvent, when the stream differs from the last eager call's, and always once
 //    a graph may have recorded it (a replay the host cannot see);
 //  - the first call of this communicator in a capture: an external event wait node, so each replay
 //    waits for whatever was launched before it, eager calls and other graphs' replays alike;
 //  - a later call of the same capture: after the previous one (the stream orders it, or, on a
 //    parallel branch, an added edge from the previous call's kernel).
-// The record nodes of one capture are chained (each also depends on the previous one), so the last
-// of them is the last to complete. They hang off the kernels and stay off the application's stream:
-// what the application captures after a call depends on the kernel only.
+// The record node hangs off the last kernel and stays off the application's stream: what the
+// application captures after a call depends on the kernel only. When the next call is captured, the
+// node's edge moves to that call's kernel. (A record node per call cost 0.16 us per call at 2 ranks
+// sharing one H200 and grew with the number of ranks: docs/kernels.md, "Fixed cost".)
 #include "core/log.h"
 #include "kernels/scoped_device.h"
 #include "kernels/symmetric_comm_impl.h"
@@ -89,8 +92,9 @@ cudaError_t SymmetricCommImpl::launchCaptured(const void* send, void* recv, size
   if (err == cudaSuccess) err = launchKernel(send, recv, count, dtype, op, kernel, stream);
   if (err != cudaSuccess) return err;
 
-  // The kernel just captured is the stream's one dependency now; the record node follows it (and the
-  // previous record node), off the stream.
+  // The kernel just captured is the stream's one dependency now. The capture's record node follows
+  // it, off the stream: moved from the previous call's kernel (edges may change during a capture,
+  // nodes may not be removed), or added at the capture's first call.
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   const cudaGraphNode_t* deps = nullptr;
   const cudaGraphEdgeData* edges = nullptr;
@@ -98,9 +102,15 @@ cudaError_t SymmetricCommImpl::launchCaptured(const void* send, void* recv, size
   err = cudaStreamGetCaptureInfo(stream, &status, nullptr, nullptr, &deps, &edges, &numDeps);
   if (err != cudaSuccess || numDeps != 1) return err != cudaSuccess ? err : cudaErrorStreamCaptureUnsupported;
   const cudaGraphNode_t kernelNode = deps[0];
-  cudaGraphNode_t after[2] = {kernelNode, chain.lastRecord};
-  cudaGraphNode_t record = nullptr;
-  err = cudaGraphAddEventRecordNode(&record, graph, after, chain.lastRecord ? 2 : 1, serial_);
+  cudaGraphNode_t record = chain.lastRecord;
+  if (record != nullptr && (config_.costSwitches & kRecordEveryCall) == 0u) {
+    err = cudaGraphRemoveDependencies(graph, &chain.lastKernel, &record, nullptr, 1);
+    if (err == cudaSuccess) err = cudaGraphAddDependencies(graph, &kernelNode, &record, nullptr, 1);
+  } else {
+    // The earlier form (benchmark only): a record node per call, each after the previous one.
+    cudaGraphNode_t after[2] = {kernelNode, chain.lastRecord};
+    err = cudaGraphAddEventRecordNode(&record, graph, after, chain.lastRecord ? 2 : 1, serial_);
+  }
   if (err != cudaSuccess) return err;
   chain.lastKernel = kernelNode;
   chain.lastRecord = record;

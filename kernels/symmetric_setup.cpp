@@ -272,6 +272,8 @@ void SymmetricCommImpl::buildView(const SymmetricLayout& layout, void* errorDevi
   if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, config_.device) == cudaSuccess && sms > 0)
     launch_.maxBlocks = std::min(launch_.maxBlocks, sms);
   view_.gridCap = launch_.maxBlocks;
+  view_.costSwitches = config_.costSwitches;
+  view_.trace = config_.costTrace;
 }
 
 // Step 2: every peer's buffer as mapped on this device (view_.peer), stopping at the first failure.

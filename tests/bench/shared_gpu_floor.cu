@@ -8,6 +8,18 @@
 // (tools/bench/plot_floor.py draws it; docs/kernels.md, "Fixed cost").
 //
 //   symmem_floor_bench [--ranks 2,4,8] [--calls 64] [--replays 50] [--repeats 7] [--no-programmatic] [--csv FILE]
+//                      [--paths one-shot-push,...] [--sizes 8,64,...] [--graph-only] [--timeout-ms MS]
+//                      [--switches trigger-before-wait,record-every-call,seq-cst-announce] [--trace FILE]
+//                      [--eager-unbounded]
+//
+// --switches runs the earlier forms of the per-call path (SymmetricConfig::costSwitches), so that one
+// binary measures before and after. --trace FILE takes the one-shot push graph rows apart with the
+// kernel's own timestamps (cost_trace.cuh) and writes the means per rank and size to FILE.
+//
+// Ranks sharing one GPU spin in kernels that wait for each other, so each rank's stream needs its own
+// hardware queue: the bench asks for 32 (CUDA_DEVICE_MAX_CONNECTIONS, unless set), as the GPU tests
+// do. With the default 8, two ranks' streams can share a queue, one rank's next kernel then blocks
+// the other rank's current one behind it, and the waits end in a timeout (docs/kernels.md).
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -20,8 +32,10 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
+#include "kernels/device_view.h"
 #include "kernels/symmetric_comm.h"
 #include "tests/gpu/rank_harness.h"
 
@@ -43,8 +57,12 @@ struct Options {
   bool programmatic = true;  // --no-programmatic: launch without programmatic stream serialization
   std::string paths;         // --paths one-shot-push,two-shot-pull,...: only those (default: all)
   std::vector<int> sizes = {8, 64, 512, 4096, 16384, 65536};
-  bool eager = true;  // --graph-only: no eager runs
+  bool eager = true;            // --graph-only: no eager runs
+  bool eagerUnbounded = false;  // --eager-unbounded: no bound on the eager calls in flight (timeCalls)
   int64_t timeoutMs = 20000;
+  uint32_t switches = 0;  // --switches: CostSwitch bits
+  std::string switchNames = "none";
+  std::string trace;  // --trace FILE: per-mark means of the one-shot push graph rows
 };
 
 struct Stat {
@@ -71,6 +89,26 @@ double usSince(std::chrono::steady_clock::time_point t0) {
 
 __global__ void emptyKernel() {}
 
+// The same, launched with programmatic stream serialization and making the kernels' handshake: the
+// launch floor of a kernel that overlaps its launch with the previous one.
+__global__ void emptyProgrammaticKernel() {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
+
+void launchEmptyProgrammatic(cudaStream_t s) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(1);
+  config.blockDim = dim3(32);
+  config.stream = s;
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute[0].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  cudaLaunchKernelEx(&config, emptyProgrammaticKernel);
+}
+
 // Two co-resident blocks pass a flag back and forth `trips` times through global memory.
 __global__ void flagRoundTrips(volatile unsigned* flags, int trips) {
   if (threadIdx.x != 0) return;
@@ -89,16 +127,29 @@ __global__ void flagRoundTrips(volatile unsigned* flags, int trips) {
 
 // Per-call microseconds of `calls` back-to-back launches made by launch(stream) on each of n threads
 // at once, captured once per thread and replayed (graph) or issued directly (eager); the slowest rank.
+// Eager calls: each rank keeps at most two replays (2 x calls) in flight, waiting for the one before
+// the last before it issues the next. Unbounded (--eager-unbounded), N threads issuing thousands of
+// calls into one context at once ended, now and then, in peer timeouts at 2, 4 and 8 ranks sharing
+// one H200, in eager rows only, with 8 hardware queues and with 32, before and after the kernel
+// fixes. Suspected, not established: a rank far ahead holds a launch resource the context shares
+// while its kernels wait for peers whose launches are behind (docs/kernels.md, "Timeouts found by
+// this benchmark").
+// Eager only: hostUs, if given, receives per repeat the slowest rank's host time per call of the first
+// `calls` launches (the queue is empty then: what the host path itself costs).
 template <typename Launch>
-std::vector<double> timeCalls(int n, const Options& o, bool graph, ShmAllGather& shm, Launch&& launch) {
+std::vector<double> timeCalls(int n, const Options& o, bool graph, ShmAllGather& shm, Launch&& launch,
+                              std::vector<double>* hostUs = nullptr) {
   std::vector<double> perRepeat(o.repeats, 0.0);
   std::vector<std::thread> threads;
   std::vector<std::vector<double>> mine(n, std::vector<double>(o.repeats, 0.0));
+  std::vector<std::vector<double>> host(n, std::vector<double>(o.repeats, 0.0));
   for (int r = 0; r < n; ++r) {
     threads.emplace_back([&, r] {
       CHECK_CUDA(cudaSetDevice(0));
       cudaStream_t s;
       CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+      cudaEvent_t done[2];
+      for (cudaEvent_t& e : done) CHECK_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
       cudaGraphExec_t exec = nullptr;
       if (graph) {
         cudaGraph_t g;
@@ -116,23 +167,52 @@ std::vector<double> timeCalls(int n, const Options& o, bool graph, ShmAllGather&
         shm.barrier(r);
         const auto t0 = std::chrono::steady_clock::now();
         for (int rep = 0; rep < o.replays; ++rep) {
-          if (graph)
+          if (graph) {
             CHECK_CUDA(cudaGraphLaunch(exec, s));
-          else
+          } else {
+            // Eager: at most two replays' calls in flight per rank (the comment above timeCalls).
+            if (!o.eagerUnbounded && rep >= 2) CHECK_CUDA(cudaEventSynchronize(done[rep % 2]));
             for (int i = 0; i < o.calls; ++i) launch(r, s);
+            CHECK_CUDA(cudaEventRecord(done[rep % 2], s));
+          }
+          if (rep == 0) host[r][k] = usSince(t0) / o.calls;
         }
         CHECK_CUDA(cudaStreamSynchronize(s));
         mine[r][k] = usSince(t0) / (static_cast<double>(o.calls) * o.replays);
       }
       shm.barrier(r);
       if (exec) CHECK_CUDA(cudaGraphExecDestroy(exec));
+      for (cudaEvent_t& e : done) CHECK_CUDA(cudaEventDestroy(e));
       CHECK_CUDA(cudaStreamDestroy(s));
     });
   }
   for (std::thread& t : threads) t.join();
+  if (hostUs) hostUs->assign(o.repeats, 0.0);
   for (int k = 0; k < o.repeats; ++k)
-    for (int r = 0; r < n; ++r) perRepeat[k] = std::max(perRepeat[k], mine[r][k]);
+    for (int r = 0; r < n; ++r) {
+      perRepeat[k] = std::max(perRepeat[k], mine[r][k]);
+      if (hostUs) (*hostUs)[k] = std::max((*hostUs)[k], host[r][k]);
+    }
   return perRepeat;
+}
+
+// Host time per call of `calls` launches on each of n streams, all made by one thread (rank after
+// rank, call after call): the host path without N threads contending for one context.
+template <typename Launch>
+std::vector<double> oneThreadHostUs(int n, const Options& o, Launch&& launch) {
+  CHECK_CUDA(cudaSetDevice(0));
+  std::vector<cudaStream_t> streams(n);
+  for (auto& s : streams) CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  std::vector<double> us;
+  for (int k = 0; k < o.repeats; ++k) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < o.calls; ++i)
+      for (int r = 0; r < n; ++r) launch(r, streams[r]);
+    us.push_back(usSince(t0) / (static_cast<double>(o.calls) * n));
+    for (auto& s : streams) CHECK_CUDA(cudaStreamSynchronize(s));
+  }
+  for (auto& s : streams) CHECK_CUDA(cudaStreamDestroy(s));
+  return us;
 }
 
 struct Row {
@@ -144,6 +224,56 @@ struct Row {
 };
 
 FILE* gCsv = nullptr;
+FILE* gTrace = nullptr;
+double gCyclesPerNs = 0;  // SM clock, for the clock64 marks
+
+// The marks of the last replay of a one-shot push graph (kTraceCalls calls, round % kTraceCalls each),
+// taken apart per rank: means over the calls that follow another call of the same replay.
+void writeTrace(int n, size_t bytes, const std::vector<uint64_t*>& traces, int calls) {
+  using symmem::kernels::kTraceCalls;
+  using symmem::kernels::kTraceMarks;
+  using symmem::kernels::kTraceWords;
+  if (calls != kTraceCalls) {
+    std::printf("  (trace needs --calls %d)\n", kTraceCalls);
+    return;
+  }
+  enum { kEntry, kPrevDone, kRound, kSent, kArrived, kEnd };
+  for (int r = 0; r < n; ++r) {
+    std::vector<uint64_t> t(static_cast<size_t>(kTraceCalls) * kTraceWords);
+    CHECK_CUDA(cudaMemcpy(t.data(), traces[r], t.size() * sizeof(uint64_t), cudaMemcpyDeviceToHost));
+    auto ns = [&](int c, int m) { return static_cast<double>(t[static_cast<size_t>(c) * kTraceWords + m]); };
+    auto cyc = [&](int c, int m) {
+      return static_cast<double>(t[static_cast<size_t>(c) * kTraceWords + kTraceMarks + m]);
+    };
+    // The replay's first call: the earliest entry. Calls then follow round by round.
+    int first = 0;
+    for (int c = 1; c < kTraceCalls; ++c)
+      if (ns(c, kEntry) < ns(first, kEntry)) first = c;
+    double sum[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int pairs = 0;
+    for (int j = 0; j + 1 < kTraceCalls; ++j) {
+      const int c = (first + j) % kTraceCalls, d = (first + j + 1) % kTraceCalls;
+      sum[0] += ns(d, kPrevDone) - ns(c, kPrevDone);  // period
+      sum[1] += ns(d, kPrevDone) - ns(d, kEntry);     // parked in the handshake (launch overlap)
+      sum[2] += ns(d, kPrevDone) - ns(c, kEnd);       // end of one call to the next one's start
+      sum[3] += (cyc(d, kRound) - cyc(d, kPrevDone)) / gCyclesPerNs;
+      sum[4] += (cyc(d, kSent) - cyc(d, kRound)) / gCyclesPerNs;
+      sum[5] += (cyc(d, kArrived) - cyc(d, kSent)) / gCyclesPerNs;
+      sum[6] += (cyc(d, kEnd) - cyc(d, kArrived)) / gCyclesPerNs;
+      sum[7] += ns(d, kEnd) - ns(d, kPrevDone);  // the kernel's own part, globaltimer
+      ++pairs;
+    }
+    double m[8];
+    for (int k = 0; k < 8; ++k) m[k] = sum[k] / pairs / 1000.0;
+    std::printf(
+        "  trace rank %d: period %.3f us = start-to-end %.3f (round record %.3f, send %.3f, wait for peers %.3f, "
+        "reduce+records %.3f) + end-to-next-start %.3f; parked in handshake %.3f\n",
+        r, m[0], m[7], m[3], m[4], m[5], m[6], m[2], m[1]);
+    if (gTrace)
+      std::fprintf(gTrace, "%d,%zu,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f\n", n, bytes, r, m[0], m[7], m[3], m[4],
+                   m[5], m[6], m[2], m[1]);
+  }
+}
 void emit(const Row& row, double emptyUs) {
   std::printf("%2d ranks  %-22s %-5s order %-3s %6zu B  %7.3f us  (min %.3f, max %.3f)  %5.2fx empty\n", row.ranks,
               row.path.c_str(), row.mode.c_str(), row.ordered ? "on" : "off", row.bytes, row.us.median, row.us.min,
@@ -184,6 +314,7 @@ void symmetric(int n, const Options& o, bool ordered, double emptyGraphUs, doubl
   ShmAllGather shm(n, 4096, 60000);
   std::vector<std::unique_ptr<SymmetricComm>> comms(n);
   std::vector<float*> in(n), out(n);
+  std::vector<uint64_t*> traces(n, nullptr);
   std::vector<std::thread> setup;
   std::atomic<int> failed{0};
   for (int r = 0; r < n; ++r) {
@@ -199,6 +330,11 @@ void symmetric(int n, const Options& o, bool ordered, double emptyGraphUs, doubl
       c.maxBlocks = 4;
       c.orderStreams = ordered;
       c.programmaticLaunch = o.programmatic;
+      c.costSwitches = o.switches;
+      if (!o.trace.empty()) {
+        CHECK_CUDA(cudaMalloc(&traces[r], symmem::kernels::kTraceCalls * symmem::kernels::kTraceWords * 8));
+        c.costTrace = traces[r];
+      }
       std::string why;
       comms[r] = SymmetricComm::create(
           c, [&shm, r](const void* a, void* b, size_t bytes) { return shm.allGather(r, a, b, bytes); }, &why);
@@ -231,10 +367,25 @@ void symmetric(int n, const Options& o, bool ordered, double emptyGraphUs, doubl
       if (!graph && (!ordered || !o.eager)) continue;  // eager calls on one stream per rank are in order anyway
       for (const int size : o.sizes) {
         const auto bytes = static_cast<size_t>(size);
-        const auto us = timeCalls(n, o, graph, shm, [&](int r, cudaStream_t s) {
-          comms[r]->allReduce(in[r], out[r], bytes / 4, DataType::Float32, ReduceOp::Sum, p.kernel, s);
-        });
+        std::vector<double> hostUs;
+        const auto us = timeCalls(
+            n, o, graph, shm,
+            [&](int r, cudaStream_t s) {
+              comms[r]->allReduce(in[r], out[r], bytes / 4, DataType::Float32, ReduceOp::Sum, p.kernel, s);
+            },
+            &hostUs);
         emit({n, p.name, graph ? "graph" : "eager", ordered, bytes, statOf(us)}, graph ? emptyGraphUs : emptyEagerUs);
+        if (!graph) {
+          emit({n, p.name, "host", ordered, bytes, statOf(hostUs)}, 0);
+          emit({n, p.name, "host-1-thread", ordered, bytes,
+                statOf(oneThreadHostUs(n, o,
+                                       [&](int r, cudaStream_t s) {
+                                         comms[r]->allReduce(in[r], out[r], bytes / 4, DataType::Float32, ReduceOp::Sum,
+                                                             p.kernel, s);
+                                       }))},
+               0);
+        }
+        if (graph && !o.trace.empty() && key == "one-shot-push") writeTrace(n, bytes, traces, o.calls);
       }
     }
   }
@@ -248,8 +399,54 @@ void symmetric(int n, const Options& o, bool ordered, double emptyGraphUs, doubl
       comms[r].reset();
       cudaFree(in[r]);
       cudaFree(out[r]);
+      if (traces[r]) cudaFree(traces[r]);
     });
   for (std::thread& t : teardown) t.join();
+}
+
+// The CUDA calls an eager all-reduce makes on the host (symmetric_order.cpp: capture query, the call
+// order's wait and record, the launch with programmatic serialization), each timed alone on one thread
+// and one stream: what the host path of one rank per GPU costs, which the eager rows of ranks sharing
+// one GPU (N threads launching into one context at once) cannot show.
+void hostPath(const Options& o) {
+  CHECK_CUDA(cudaSetDevice(0));
+  cudaStream_t s;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cudaEvent_t e;
+  CHECK_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  CHECK_CUDA(cudaEventRecord(e, s));
+  constexpr int kCalls = 256;
+  auto time = [&](const char* name, auto&& call) {
+    std::vector<double> us;
+    for (int k = 0; k < o.repeats; ++k) {
+      CHECK_CUDA(cudaStreamSynchronize(s));
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < kCalls; ++i) call();
+      us.push_back(usSince(t0) / kCalls);
+    }
+    CHECK_CUDA(cudaStreamSynchronize(s));
+    emit({1, name, "host", false, 0, statOf(us)}, 0);
+  };
+  time("host:cudaStreamGetCaptureInfo", [&] {
+    cudaStreamCaptureStatus st;
+    unsigned long long id;
+    cudaStreamGetCaptureInfo(s, &st, &id, nullptr);
+  });
+  time("host:cudaGetDevice", [&] {
+    int d;
+    cudaGetDevice(&d);
+  });
+  time("host:cudaStreamWaitEvent", [&] { cudaStreamWaitEvent(s, e, 0); });
+  time("host:cudaEventRecord", [&] { cudaEventRecord(e, s); });
+  time("host:launch-programmatic", [&] { launchEmptyProgrammatic(s); });
+  time("host:launch-plain", [&] { emptyKernel<<<1, 32, 0, s>>>(); });
+  time("host:wait+launch+record", [&] {
+    cudaStreamWaitEvent(s, e, 0);
+    launchEmptyProgrammatic(s);
+    cudaEventRecord(e, s);
+  });
+  CHECK_CUDA(cudaEventDestroy(e));
+  CHECK_CUDA(cudaStreamDestroy(s));
 }
 
 std::vector<int> parseList(const char* text) {
@@ -299,10 +496,23 @@ int main(int argc, char** argv) {
         q = *end == ',' ? end + 1 : end;
       }
       ++i;
+    } else if (a == "--eager-unbounded") {
+      o.eagerUnbounded = true;
     } else if (a == "--graph-only") {
       o.eager = false;
     } else if (a == "--timeout-ms" && next) {
       o.timeoutMs = std::max(100, std::atoi(next));
+      ++i;
+    } else if (a == "--switches" && next) {
+      o.switchNames = next;
+      const std::pair<const char*, uint32_t> known[] = {{"trigger-before-wait", symmem::kernels::kTriggerBeforeWait},
+                                                        {"record-every-call", symmem::kernels::kRecordEveryCall},
+                                                        {"seq-cst-announce", symmem::kernels::kSeqCstAnnounce}};
+      for (const auto& [name, bit] : known)
+        if (("," + o.switchNames + ",").find("," + std::string(name) + ",") != std::string::npos) o.switches |= bit;
+      ++i;
+    } else if (a == "--trace" && next) {
+      o.trace = next;
       ++i;
     } else if (a == "--no-programmatic") {
       o.programmatic = false;
@@ -312,11 +522,14 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(
           stderr,
-          "usage: %s [--ranks 2,4,8] [--calls 64] [--replays 50] [--repeats 7] [--no-programmatic] [--csv FILE]\n",
+          "usage: %s [--ranks 2,4,8] [--calls 64] [--replays 50] [--repeats 7] [--no-programmatic] [--csv FILE] "
+          "[--paths LIST] [--sizes LIST] [--graph-only] [--timeout-ms MS] [--switches LIST] [--trace FILE] "
+          "[--eager-unbounded]\n",
           argv[0]);
       return 2;
     }
   }
+  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);  // before the first CUDA call (see the header)
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices < 1) {
     std::printf("no GPU: nothing to measure\n");
@@ -330,10 +543,25 @@ int main(int argc, char** argv) {
   std::fprintf(gCsv, "ranks,path,mode,ordered,bytes,us_median,us_min,us_max,ratio_to_empty\n");
   cudaDeviceProp prop{};
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  int clockKhz = 0;
+  CHECK_CUDA(cudaDeviceGetAttribute(&clockKhz, cudaDevAttrClockRate, 0));
+  gCyclesPerNs = clockKhz > 0 ? clockKhz / 1e6 : 1.0;
+  const char* connections = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
   std::printf(
       "%s, capability %d.%d; %d calls per graph, %d replays, %d repeats (median, min, max); programmatic "
-      "launch %s\n",
-      prop.name, prop.major, prop.minor, o.calls, o.replays, o.repeats, o.programmatic ? "on" : "off");
+      "launch %s; switches %s; CUDA_DEVICE_MAX_CONNECTIONS=%s; SM clock %d MHz\n",
+      prop.name, prop.major, prop.minor, o.calls, o.replays, o.repeats, o.programmatic ? "on" : "off",
+      o.switchNames.c_str(), connections ? connections : "(unset)", clockKhz / 1000);
+  if (!o.trace.empty()) {
+    gTrace = std::fopen(o.trace.c_str(), "w");
+    if (!gTrace) {
+      std::fprintf(stderr, "cannot write %s\n", o.trace.c_str());
+      return 1;
+    }
+    std::fprintf(gTrace,
+                 "ranks,bytes,rank,period_us,start_to_end_us,round_record_us,send_us,wait_peers_us,reduce_records_us,"
+                 "end_to_next_start_us,parked_in_handshake_us\n");
+  }
 
   // Floors.
   unsigned* flags = nullptr;
@@ -357,17 +585,22 @@ int main(int argc, char** argv) {
   CHECK_CUDA(cudaFree(flags));
   emit({1, "flag-round-trip", "kernel", false, 4, statOf(trips)}, 0);
   if (o.paths.empty()) ncclOneRank(o);
+  if (o.eager) hostPath(o);
   for (int n : o.ranks) {
     ShmAllGather shm(n, 64);
     const Stat emptyGraph =
         statOf(timeCalls(n, o, true, shm, [](int, cudaStream_t s) { emptyKernel<<<1, 32, 0, s>>>(); }));
     const Stat emptyEager =
         statOf(timeCalls(n, o, false, shm, [](int, cudaStream_t s) { emptyKernel<<<1, 32, 0, s>>>(); }));
+    const Stat emptyProgrammatic =
+        statOf(timeCalls(n, o, true, shm, [](int, cudaStream_t s) { launchEmptyProgrammatic(s); }));
     emit({n, "empty-kernel", "graph", false, 0, emptyGraph}, emptyGraph.median);
+    emit({n, "empty-kernel-programmatic", "graph", false, 0, emptyProgrammatic}, emptyGraph.median);
     emit({n, "empty-kernel", "eager", false, 0, emptyEager}, emptyEager.median);
     for (const bool ordered : {true, false}) symmetric(n, o, ordered, emptyGraph.median, emptyEager.median);
   }
   std::fclose(gCsv);
+  if (gTrace) std::fclose(gTrace);
   std::printf("wrote %s\n", o.csv.c_str());
   return 0;
 }

@@ -50,6 +50,15 @@ bool lightRun() {
   return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
 }
 
+// SYMMEM_GPU_TESTS_COST_SWITCHES=N: every communicator of these tests runs with CostSwitch bits N
+// (device_view.h), the earlier forms of the per-call path, to watch a test go red without a fix
+// (1: the next kernel admitted before the wait, which LongGraphsThenEagerCallsOnOneCommunicator
+// catches at 3 or more ranks sharing one GPU).
+uint32_t costSwitchesAsked() {
+  const char* v = std::getenv("SYMMEM_GPU_TESTS_COST_SWITCHES");
+  return v == nullptr ? 0u : static_cast<uint32_t>(std::strtoul(v, nullptr, 0));
+}
+
 // ---- values ------------------------------------------------------------------------------------
 __host__ __device__ inline uint32_t mix(uint32_t a, uint32_t b, uint32_t c) {
   uint32_t h = a * 0x9e3779b1u ^ (b + 0x7f4a7c15u) * 0x85ebca6bu ^ c * 0xc2b2ae35u;
@@ -138,6 +147,7 @@ struct RankSetup {
   int64_t timeoutMs = 10000;
   int maxBlocks = 0;
   bool orderStreams = true;
+  uint32_t costSwitches = costSwitchesAsked();
   ShmAllGather* shm = nullptr;
 };
 
@@ -167,6 +177,7 @@ std::unique_ptr<SymmetricComm> makeComm(const RankSetup& s, std::string* why) {
   c.timeoutMs = s.timeoutMs;
   c.maxBlocks = s.maxBlocks;
   c.orderStreams = s.orderStreams;
+  c.costSwitches = s.costSwitches;
   ShmAllGather* shm = s.shm;
   const int rank = s.rank;
   return SymmetricComm::create(
@@ -672,6 +683,132 @@ TEST(KernelsGpu, EveryVariantAtTwoToEightRanks) {
       o.ops = n <= 4 ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{0, 2};
       o.allTypes = n != 8;
       correctnessSweep(s, o, f);
+    });
+    EXPECT_EQ(report, "") << n << " ranks";
+  }
+}
+
+// One communicator per rank through long graphs and eager calls, across algorithms and variants, as
+// a job that captures its steady state and runs its warm-up eagerly would: phases of 64 calls back to
+// back (8 B - 4 KiB, fresh inputs per phase, every call its own buffers), each phase either captured
+// in one graph and replayed three times or issued eagerly, on 3, 4 and 8 ranks sharing the GPUs
+// there are. Caught: kernels that admitted their successor before waiting for their predecessor let
+// a whole graph become resident at once, each grid parked in its wait, and a kernel that other ranks
+// waited for did not start (peer timeouts in a graph phase at 3 and 4 ranks sharing one H200,
+// SYMMEM_GPU_TESTS_COST_SWITCHES=1; docs/kernels.md).
+TEST(KernelsGpu, LongGraphsThenEagerCallsOnOneCommunicator) {
+  SKIP_WITHOUT_GPUS(1);
+  constexpr int kCalls = 64, kReplays = 3;
+  constexpr size_t kMaxElems = 1024;  // 4 KiB of fp32
+  const size_t sizes[4] = {2, 16, 128, 1024};
+  const KernelChoice kinds[6] = {{Algorithm::OneShot, SymVariant::Push},   {Algorithm::TwoShot, SymVariant::Push},
+                                 {Algorithm::OneShot, SymVariant::Pull},   {Algorithm::TwoShot, SymVariant::Pull},
+                                 {Algorithm::OneShot, SymVariant::Staged}, {Algorithm::TwoShot, SymVariant::Staged}};
+  struct Phase {
+    bool graph;
+    int kind;  // index into kinds, or -1: call i runs kinds[i % 6]
+  };
+  const Phase phases[] = {{true, 0}, {false, 1}, {true, -1}, {false, -1}, {true, 2}, {false, 0}, {true, 1}};
+  for (int n : {3, 4, 8}) {
+    const std::string report = runThreadRanks(n, 180, [&](RankSetup& s, RankFailures& f) {
+      s.oneShotMax = 64 << 10;
+      s.twoShotMax = 64 << 10;
+      s.timeoutMs = 5000;
+      if (cudaSetDevice(s.device) != cudaSuccess) {
+        f.fail("cudaSetDevice(%d) failed", s.device);
+        return;
+      }
+      std::string why;
+      auto comm = makeComm(s, &why);
+      if (!comm) {
+        f.fail("create failed: %s", why.c_str());
+        return;
+      }
+      cudaStream_t stream = nullptr;
+      float* in = nullptr;
+      float* out = nullptr;
+      const size_t total = kCalls * kMaxElems;
+      if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess ||
+          cudaMalloc(&in, total * sizeof(float)) != cudaSuccess ||
+          cudaMalloc(&out, total * sizeof(float)) != cudaSuccess) {
+        f.fail("allocation failed");
+        return;
+      }
+      std::vector<float> host(total), got(total);
+      int phaseIndex = 0;
+      for (const Phase& ph : phases) {
+        ++phaseIndex;
+        // Integer values: every sum over up to 8 ranks is exact, and differs from every other phase's.
+        auto value = [&](int rank, int call, size_t e) {
+          return static_cast<float>((rank + 1) * 3 + static_cast<int>((call * 7 + e) % 13) + phaseIndex * 100);
+        };
+        for (int i = 0; i < kCalls; ++i)
+          for (size_t e = 0; e < kMaxElems; ++e) host[i * kMaxElems + e] = value(s.rank, i, e);
+        if (cudaMemcpy(in, host.data(), total * sizeof(float), cudaMemcpyHostToDevice) != cudaSuccess) {
+          f.fail("phase %d: input copy failed", phaseIndex);
+          break;
+        }
+        auto issue = [&]() {
+          for (int i = 0; i < kCalls; ++i) {
+            const KernelChoice k = kinds[ph.kind >= 0 ? ph.kind : i % 6];
+            const Status st = comm->allReduce(in + i * kMaxElems, out + i * kMaxElems, sizes[i % 4], DataType::Float32,
+                                              ReduceOp::Sum, k, stream);
+            if (st != Status::Ok) return st;
+          }
+          return Status::Ok;
+        };
+        cudaGraphExec_t exec = nullptr;
+        Status st = Status::Ok;
+        if (ph.graph) {
+          cudaGraph_t g = nullptr;
+          if (cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+            f.fail("phase %d: capture failed", phaseIndex);
+            break;
+          }
+          st = issue();
+          if (cudaStreamEndCapture(stream, &g) != cudaSuccess || st != Status::Ok ||
+              cudaGraphInstantiate(&exec, g, 0) != cudaSuccess) {
+            f.fail("phase %d: capture of the calls failed (%s)", phaseIndex, statusName(st));
+            if (g) cudaGraphDestroy(g);
+            break;
+          }
+          cudaGraphDestroy(g);
+        }
+        for (int rep = 0; rep < (ph.graph ? kReplays : 1) && st == Status::Ok; ++rep) {
+          cudaMemsetAsync(out, 0, total * sizeof(float), stream);
+          if (ph.graph)
+            cudaGraphLaunch(exec, stream);
+          else
+            st = issue();
+        }
+        const cudaError_t err = cudaStreamSynchronize(stream);
+        if (exec) cudaGraphExecDestroy(exec);
+        if (err != cudaSuccess || st != Status::Ok || comm->deviceStatus() != Status::Ok) {
+          f.fail("phase %d (%s): %s, status %s, device status %s (waited for rank %d)", phaseIndex,
+                 ph.graph ? "graph" : "eager", cudaGetErrorString(err), statusName(st),
+                 statusName(comm->deviceStatus()), comm->waitedRank());
+          break;
+        }
+        if (cudaMemcpy(got.data(), out, total * sizeof(float), cudaMemcpyDeviceToHost) != cudaSuccess) {
+          f.fail("phase %d: output copy failed", phaseIndex);
+          break;
+        }
+        int wrong = 0;
+        for (int i = 0; i < kCalls; ++i)
+          for (size_t e = 0; e < sizes[i % 4]; ++e) {
+            float want = 0.0f;
+            for (int q = 0; q < n; ++q) want += value(q, i, e);
+            if (got[i * kMaxElems + e] != want && wrong++ < 3)
+              f.fail("phase %d (%s) call %d element %zu: %g, expected %g", phaseIndex, ph.graph ? "graph" : "eager", i,
+                     e, got[i * kMaxElems + e], want);
+          }
+        if (wrong > 0) break;
+      }
+      s.shm->barrier(s.rank);
+      comm.reset();
+      cudaFree(in);
+      cudaFree(out);
+      cudaStreamDestroy(stream);
     });
     EXPECT_EQ(report, "") << n << " ranks";
   }

@@ -367,7 +367,7 @@ TEST(ReliabilityGpu, CapturedAndEagerCallsInEveryMix) {
   }
 }
 
-// What the call order costs under graphs (an event-record node per captured call, chained): 64 one-shot
+// What the call order costs under graphs (one event-record node per capture, after its last call): 64 one-shot
 // 8-byte all-reduces back to back in one graph, two ranks as threads of one process (one context, so
 // the ranks' kernels run side by side even on one GPU), with the order on and off. Prints the time per
 // call; checks only the results (timings are not a pass/fail matter).

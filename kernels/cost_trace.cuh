@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+// Benchmark-only timestamps of one launch (DeviceView::trace, SymmetricConfig::costTrace): thread 0
+// of block 0 notes %globaltimer (comparable across multiprocessors and ranks) and clock64 (this
+// multiprocessor's cycles, finer) at each mark, and stores them at the end of the launch for call
+// round % kTraceCalls. Outside the benchmark `trace` is null and every mark is one uniform branch.
+#include <cstdint>
+
+#include "kernels/device_view.h"
+
+namespace symmem::kernels::device {
+
+enum TraceMark : int {
+  kMarkEntry = 0,     // first instruction, before the programmatic handshake
+  kMarkPrevDone = 1,  // the previous kernel on the stream has completed
+  kMarkRound = 2,     // the round record has been read (beginLaunch)
+  kMarkSent = 3,      // this thread's stores to every peer are issued
+  kMarkArrived = 4,   // every peer's data for this thread's vector has been seen
+  kMarkEnd = 5,       // output and round records stored
+};
+static_assert(kMarkEnd + 1 == kTraceMarks, "one word pair per mark");
+
+struct CostTrace {
+  bool on;
+  uint64_t ns[kTraceMarks];
+  long long clk[kTraceMarks];
+
+  __device__ __forceinline__ explicit CostTrace(const DeviceView& v)
+      : on(v.trace != nullptr && blockIdx.x == 0 && threadIdx.x == 0) {}
+
+  __device__ __forceinline__ void mark(int k) {
+    if (!on) return;
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    ns[k] = t;
+    clk[k] = clock64();
+  }
+
+  __device__ __forceinline__ void store(const DeviceView& v, uint64_t round) const {
+    if (!on) return;
+    uint64_t* at = v.trace + (round % kTraceCalls) * kTraceWords;
+#pragma unroll
+    for (int k = 0; k < kTraceMarks; ++k) {
+      at[k] = ns[k];
+      at[kTraceMarks + k] = static_cast<uint64_t>(clk[k]);
+    }
+  }
+};
+
+}  // namespace symmem::kernels::device
