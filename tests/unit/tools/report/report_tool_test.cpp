@@ -497,17 +497,7 @@ TEST(ReportTool, InterruptedReportStillWritesItsFolder) {
 
 // ---- the plot script ----------------------------------------------------------------------------------
 
-ReportRun runScript(const std::string& command) {
-  ReportRun r;
-  FILE* p = popen((command + " 2>&1").c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+ReportRun runScript(const std::string& command) { return testing::runTool(command); }
 
 TEST(ReportTool, PlotScriptSaysWhenThereIsNothingToPlot) {
   TempDir t;
