@@ -104,8 +104,12 @@ cudaError_t SymmetricCommImpl::launchCaptured(const void* send, void* recv, size
   const cudaGraphNode_t kernelNode = deps[0];
   cudaGraphNode_t record = chain.lastRecord;
   if (record != nullptr && (config_.costSwitches & kRecordEveryCall) == 0u) {
-    err = cudaGraphRemoveDependencies(graph, &chain.lastKernel, &record, nullptr, 1);
-    if (err == cudaSuccess) err = cudaGraphAddDependencies(graph, &kernelNode, &record, nullptr, 1);
+    // The new edge first: should taking the old one away fail, the record still follows the new
+    // kernel (which runs after the old one anyway); the other order could leave it a root of the graph,
+    // recorded at the start of every replay.
+    err = cudaGraphAddDependencies(graph, &kernelNode, &record, nullptr, 1);
+    if (err == cudaSuccess && cudaGraphRemoveDependencies(graph, &chain.lastKernel, &record, nullptr, 1) != cudaSuccess)
+      cudaGetLastError();  // a redundant edge: correct, one dependency more
   } else {
     // The earlier form (benchmark only): a record node per call, each after the previous one.
     cudaGraphNode_t after[2] = {kernelNode, chain.lastRecord};
