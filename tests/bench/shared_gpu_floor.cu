@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "kernels/device_view.h"
+#include "kernels/programmatic_launch.h"
 #include "kernels/symmetric_comm.h"
 #include "tests/gpu/rank_harness.h"
 
@@ -92,8 +93,8 @@ __global__ void emptyKernel() {}
 // The same, launched with programmatic stream serialization and making the kernels' handshake: the
 // launch floor of a kernel that overlaps its launch with the previous one.
 __global__ void emptyProgrammaticKernel() {
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  symmem::kernels::device::waitForPreviousKernel();
+  symmem::kernels::device::allowNextLaunch();
 }
 
 void launchEmptyProgrammatic(cudaStream_t s) {
