@@ -164,8 +164,8 @@ ncclResult_t Interposer::allReduceConfig(const void* sendbuff, void* recvbuff, s
 }
 
 std::optional<kernels::KernelChoice> Interposer::symmetricChoice(const AllReduceCall& c, const CommState& state) const {
-  const DataType dtype = dataTypeFromNccl(static_cast<int>(c.datatype));
-  const ReduceOp rop = reduceOpFromNccl(static_cast<int>(c.op));
+  const DataType dtype = c.dtype;
+  const ReduceOp rop = c.rop;
   const CollRequest request{Collective::AllReduce, rop, dtype, static_cast<uint64_t>(c.count) * dataTypeSize(dtype)};
   const Decision d = decide(request, state.facts, state.entry, process_.policy);
   if (!d.symmetric()) return std::nullopt;
@@ -174,8 +174,8 @@ std::optional<kernels::KernelChoice> Interposer::symmetricChoice(const AllReduce
 }
 
 ncclResult_t Interposer::route(const AllReduceCall& c) {
-  const DataType dtype = dataTypeFromNccl(static_cast<int>(c.datatype));
-  const ReduceOp rop = reduceOpFromNccl(static_cast<int>(c.op));
+  const DataType dtype = c.dtype;
+  const ReduceOp rop = c.rop;
   // Whether a call can start setup depends on the call only, never on this rank's settings: a rank
   // with the path off still takes part in the setup vote, so that every rank posts the same
   // collectives (setup_vote.h).
@@ -191,8 +191,8 @@ ncclResult_t Interposer::route(const AllReduceCall& c) {
 }
 
 ncclResult_t Interposer::launch(const AllReduceCall& c, CommState& state, kernels::KernelChoice kernel) {
-  const DataType dtype = dataTypeFromNccl(static_cast<int>(c.datatype));
-  const ReduceOp rop = reduceOpFromNccl(static_cast<int>(c.op));
+  const DataType dtype = c.dtype;
+  const ReduceOp rop = c.rop;
   const kernels::Status status =
       state.symmetric->allReduce(c.sendbuff, c.recvbuff, c.count, dtype, rop, kernel, c.stream);
   switch (status) {

@@ -49,6 +49,9 @@ struct AllReduceCall {
   ncclComm_t comm;
   cudaStream_t stream;
   const void* config = nullptr;  // ncclAllReduceConfig's: NCCL gets it back with the call
+  // The type and operation as the decision knows them, converted once per call.
+  DataType dtype = dataTypeFromNccl(static_cast<int>(datatype));
+  ReduceOp rop = reduceOpFromNccl(static_cast<int>(op));
 };
 
 // The collective setup step; injectable so the interposer's bookkeeping is tested without GPUs.
