@@ -10,6 +10,7 @@
 //   round_control.cuh    rotating round buffers, re-arming, per-block round records
 //   bounded_wait.cuh     polling peers' data with a deadline and the abort word
 //   programmatic_launch.h  the launch handshake with the previous and next kernel
+//   register_pin.cuh     parameters kept in registers across the programmatic wait
 //   pull_flags.cuh       the pull variants' tile announcements
 //   cost_trace.cuh       benchmark-only timestamps (one-shot push)
 #include <cstddef>
@@ -22,6 +23,7 @@
 #include "kernels/programmatic_launch.h"
 #include "kernels/pull_allreduce.cuh"
 #include "kernels/reduce_ops.cuh"
+#include "kernels/register_pin.cuh"
 #include "kernels/round_control.cuh"
 #include "kernels/vector_io.cuh"
 
@@ -42,106 +44,152 @@ namespace symmem::kernels::device {
 // The variant a launch runs (the kernels' argument; core/sym_variant.h's values).
 enum Variant : int { kPush = 0, kPull = 1, kStaged = 2 };
 
-// What a one-shot push or staged launch takes from its parameters, read before the programmatic wait.
-// Parameters never depend on the previous kernel, and read there, while the launch is parked, no
-// constant-cache miss falls on the call's critical path after the wait (two of them, one behind the
-// other, made up most of the 0.6 us between the wait and the round record on 1x H200).
+// What a one-shot push or staged launch takes from its parameters and its launch shape, read before
+// the programmatic wait and pinned to registers there (register_pin.cuh: otherwise the compiler reads
+// them from the constant bank again where they are used, after the wait, each line a miss on the
+// call's critical path). Everything that does not depend on the round is computed here too.
 struct OneShotPlan {
-  char* local;
-  char* peer[kMaxRanks];
-  BlockControl* ctl;
+  const char* send;
+  char* recv;
+  size_t count;
+  size_t nVec;                  // 16-byte vectors of the message
+  size_t first, stride;         // this thread's first vector and the grid's step (vector_io.h)
+  char* peerSlot[kMaxRanks];    // my slot of round buffer 0 in rank q's buffer (q != rank)
+  char* ownSlots;               // slot 0 of round buffer 0 in my own buffer
+  size_t bufferBytes;           // one round buffer: nRanks slots
+  size_t slotBytes;             // layout.oneShotSlotBytes
+  const BlockControl* record;   // this block's round record
+  BlockControl* records;        // every block index's record
   const uint32_t* aborted;
-  size_t regionOffset;  // layout.oneShotOffset
-  size_t slotBytes;     // layout.oneShotSlotBytes
   int rank, nRanks, gridCap;
+  unsigned grid;
+  bool inAligned, outAligned;
 
-  // Where rank src's slot of round buffer `buf` is, in any rank's buffer.
-  __device__ __forceinline__ size_t slot(int buf, int src) const {
-    return regionOffset + (static_cast<size_t>(buf) * nRanks + src) * slotBytes;
+  __device__ __forceinline__ char* ownSlot(int buf, int src) const {
+    return ownSlots + static_cast<size_t>(buf) * bufferBytes + static_cast<size_t>(src) * slotBytes;
   }
 };
 
-__device__ __forceinline__ OneShotPlan planOneShot(const DeviceView& v) {
+template <typename T>
+__device__ __forceinline__ OneShotPlan planOneShot(const DeviceView& v, const T* send, T* recv, size_t count) {
   OneShotPlan p;
-  p.local = v.local;
+  p.send = reinterpret_cast<const char*>(send);
+  p.recv = reinterpret_cast<char*>(recv);
+  p.count = count;
+  p.nVec = vectorCount(count * sizeof(T));
+  p.first = firstVector();
+  p.stride = vectorStride();
+  const size_t mine = v.layout.oneShotOffset + static_cast<size_t>(v.rank) * v.layout.oneShotSlotBytes;
 #pragma unroll
-  for (int q = 0; q < kMaxRanks; ++q) p.peer[q] = v.peer[q];
-  p.ctl = v.control->oneShot;
-  p.aborted = &v.control->aborted;
-  p.regionOffset = v.layout.oneShotOffset;
+  for (int q = 0; q < kMaxRanks; ++q) p.peerSlot[q] = v.peer[q] + mine;
+  p.ownSlots = v.local + v.layout.oneShotOffset;
   p.slotBytes = v.layout.oneShotSlotBytes;
+  p.bufferBytes = static_cast<size_t>(v.nRanks) * p.slotBytes;
+  p.records = v.control->oneShot;
+  p.record = p.records + blockIdx.x;
+  p.aborted = &v.control->aborted;
   p.rank = v.rank;
   p.nRanks = v.nRanks;
   p.gridCap = v.gridCap;
+  p.grid = gridDim.x;
+  p.inAligned = isVecAligned(send);
+  p.outAligned = isVecAligned(recv);
+  pinToRegister(p.send);
+  pinToRegister(p.recv);
+  pinToRegister(p.count);
+  pinToRegister(p.nVec);
+  pinToRegister(p.first);
+  pinToRegister(p.stride);
+#pragma unroll
+  for (int q = 0; q < kMaxRanks; ++q) pinToRegister(p.peerSlot[q]);
+  pinToRegister(p.ownSlots);
+  pinToRegister(p.slotBytes);
+  pinToRegister(p.bufferBytes);
+  pinToRegister(p.record);
+  pinToRegister(p.records);
+  pinToRegister(p.aborted);
+  pinToRegister(p.rank);
+  pinToRegister(p.nRanks);
+  pinToRegister(p.gridCap);
+  pinToRegister(p.grid);
+  pinToRegister(p.inAligned);
+  pinToRegister(p.outAligned);
   return p;
 }
 
 // Push and staged. Staged sends to one peer per step: at step k (1..n-1) peer rank+k, then waits for
 // what peer rank-k sent it, so each rank has one outbound and one inbound stream at a time (per
 // thread: threads move through the steps on their own, no barrier).
+// The round record is read by every thread (one sector, one request per warp) and the block meets
+// once, at the end, before its records advance (closeRound): no barrier between the wait and the
+// stores to the peers. After the wait only registers are read until the first store (OneShotPlan).
 template <typename T, int OP>
-__device__ __forceinline__ void oneShotPush(const DeviceView& v, const OneShotPlan& p, const T* send, T* recv,
-                                            size_t count, bool staged, CostTrace& trace) {
+__device__ __forceinline__ void oneShotPush(const DeviceView& v, const OneShotPlan& p, bool staged, CostTrace& trace) {
   constexpr int kPer = kElemsPerVec<T>;
-  const size_t nVec = vectorCount(count * sizeof(T));
-  const bool inAligned = isVecAligned(send), outAligned = isVecAligned(recv);
-  const size_t first = firstVector(), stride = vectorStride();
-  // The first input vector and the round are loaded together (neither depends on the other).
-  const uint4 firstIn =
-      first < nVec ? SentinelPacket::seal<T>(loadVector<T>(send, first * kPer, count, inAligned)) : uint4{};
-  const RoundState st = beginLaunch(p.ctl, p.aborted);
-  if (st.aborted) return;
-  trace.mark(kMarkRound);
-  const int buf = roundBuffer(st.round);
-  const size_t slotBytes = p.slotBytes;
-  const size_t myOffset = p.slot(buf, p.rank);
+  const T* send = reinterpret_cast<const T*>(p.send);
+  T* recv = reinterpret_cast<T*>(p.recv);
+  const size_t count = p.count, nVec = p.nVec, first = p.first, stride = p.stride;
+  // The round record, then the first input vector: both loads in flight before either is used.
+  const RoundRecord record = loadRound(p.record, p.aborted);
+  const uint4 firstRaw = first < nVec ? loadVector<T>(send, first * kPer, count, p.inAligned) : uint4{};
+  const RoundState st = record.state();
+  const uint4 firstIn = SentinelPacket::seal<T>(firstRaw);
+  if (!st.aborted) {
+    trace.mark(kMarkRound);
+    const int buf = roundBuffer(st.round);
+    const size_t bufOffset = static_cast<size_t>(buf) * p.bufferBytes;
+    const char* bufBase = p.ownSlot(buf, 0);
 
-  Deadline d;
-  const char* bufBase = p.local + p.slot(buf, 0);
-  if (!staged) {
-    // 1. Push: my input into my slot of round buffer `buf` in every peer's buffer.
-    for (size_t i = first; i < nVec; i += stride) {
-      const uint4 x = i == first ? firstIn : SentinelPacket::seal<T>(loadVector<T>(send, i * kPer, count, inAligned));
-#pragma unroll
-      for (int q = 0; q < kMaxRanks; ++q)
-        if (q < p.nRanks && q != p.rank) packetAt(p.peer[q] + myOffset + i * kVecBytes)->write(x);
-    }
-    trace.mark(kMarkSent);
-  } else {
-    // 1. Staged: step k pushes to rank+k, then waits for rank-k's data (kept in the slot for step 3).
-    for (int k = 1; k < p.nRanks && !d.failed; ++k) {
-      const int to = (p.rank + k) % p.nRanks, from = (p.rank + p.nRanks - k) % p.nRanks;
+    Deadline d;
+    if (!staged) {
+      // 1. Push: my input into my slot of round buffer `buf` in every peer's buffer.
       for (size_t i = first; i < nVec; i += stride) {
-        const uint4 x = i == first ? firstIn : SentinelPacket::seal<T>(loadVector<T>(send, i * kPer, count, inAligned));
-        // v.peer, not p.peer: a register array indexed at run time would live in local memory.
-        packetAt(v.peer[to] + myOffset + i * kVecBytes)->write(x);
+        const uint4 x =
+            i == first ? firstIn : SentinelPacket::seal<T>(loadVector<T>(send, i * kPer, count, p.inAligned));
+#pragma unroll
+        for (int q = 0; q < kMaxRanks; ++q)
+          if (q < p.nRanks && q != p.rank) packetAt(p.peerSlot[q] + bufOffset + i * kVecBytes)->write(x);
       }
-      for (size_t i = first; i < nVec && !d.failed; i += stride) {
-        uint4 seen[kMaxRanks];
-        receiveFromPeers<T>(v, bufBase + i * kVecBytes, slotBytes, 1u << from, seen, d);
+      trace.mark(kMarkSent);
+    } else {
+      // 1. Staged: step k pushes to rank+k, then waits for rank-k's data (kept in the slot for step 3).
+      const size_t myOffset = v.layout.oneShotOffset + bufOffset + static_cast<size_t>(p.rank) * p.slotBytes;
+      for (int k = 1; k < p.nRanks && !d.failed; ++k) {
+        const int to = (p.rank + k) % p.nRanks, from = (p.rank + p.nRanks - k) % p.nRanks;
+        for (size_t i = first; i < nVec; i += stride) {
+          const uint4 x =
+              i == first ? firstIn : SentinelPacket::seal<T>(loadVector<T>(send, i * kPer, count, p.inAligned));
+          // v.peer, not p.peerSlot: a register array indexed at run time would live in local memory.
+          packetAt(v.peer[to] + myOffset + i * kVecBytes)->write(x);
+        }
+        for (size_t i = first; i < nVec && !d.failed; i += stride) {
+          uint4 seen[kMaxRanks];
+          receiveFromPeers<T>(v, bufBase + i * kVecBytes, p.slotBytes, 1u << from, seen, d);
+        }
       }
     }
+
+    // 2. Re-arm the previous round's slots while the peers' data is on its way.
+    rearmSlots(p.ownSlot(rearmBuffer(st.round), 0), p.rank, p.nRanks, p.slotBytes, st.rearmBytes, first, stride);
+
+    // 3. Wait for every peer's vector, reduce in rank order, write the output.
+    const uint32_t peers = peerMask(p.rank, p.nRanks);
+    for (size_t i = first; i < nVec && !d.failed; i += stride) {
+      uint4 in[kMaxRanks];
+      receiveFromPeers<T>(v, bufBase + i * kVecBytes, p.slotBytes, peers, in, d);
+      if (d.failed) break;
+      if (i == first) trace.mark(kMarkArrived);
+      const uint4 own =
+          i == first ? firstIn : SentinelPacket::seal<T>(loadVector<T>(send, i * kPer, count, p.inAligned));
+      // Sealed like two-shot's reduced chunks: a -0.0 result is +0.0 in both algorithms.
+      storeVector<T>(recv, i * kPer, count,
+                     SentinelPacket::seal<T>(reduceInRankOrder<T, OP>(in, own, p.rank, p.nRanks)), p.outAligned);
+    }
   }
-
-  // 2. Re-arm the previous round's slots while the peers' data is on its way.
-  rearmSlots(p.local, p.rank, p.nRanks, p.slot(rearmBuffer(st.round), 0), slotBytes, st.rearmBytes);
-
-  // 3. Wait for every peer's vector, reduce in rank order, write the output.
-  const uint32_t peers = peerMask(p.rank, p.nRanks);
-  for (size_t i = first; i < nVec && !d.failed; i += stride) {
-    uint4 in[kMaxRanks];
-    receiveFromPeers<T>(v, bufBase + i * kVecBytes, slotBytes, peers, in, d);
-    if (d.failed) break;
-    if (i == first) trace.mark(kMarkArrived);
-    const uint4 own = i == first ? firstIn : SentinelPacket::seal<T>(loadVector<T>(send, i * kPer, count, inAligned));
-    // Sealed like two-shot's reduced chunks: a -0.0 result is +0.0 in both algorithms.
-    storeVector<T>(recv, i * kPer, count, SentinelPacket::seal<T>(reduceInRankOrder<T, OP>(in, own, p.rank, p.nRanks)),
-                   outAligned);
-  }
-
-  endLaunch(p.gridCap, p.ctl, st.round, paddedBytes(count * sizeof(T)));
+  closeRound(st, p.records, p.gridCap, p.grid, stride, paddedBytes(count * sizeof(T)));
+  if (st.aborted) return;
   trace.mark(kMarkEnd);
-  trace.store(v, st.round);
+  trace.store(st.round);
 }
 
 template <typename T, int OP>
@@ -155,10 +203,10 @@ __global__ void __launch_bounds__(kMaxThreads)
     oneShotPull<T, OP>(v, send, recv, count);
     return;
   }
-  const OneShotPlan plan = planOneShot(v);
+  const OneShotPlan plan = planOneShot<T>(v, send, recv, count);
   programmaticHandshake(triggerFirst);
   trace.mark(kMarkPrevDone);
-  oneShotPush<T, OP>(v, plan, send, recv, count, variant == kStaged, trace);
+  oneShotPush<T, OP>(v, plan, variant == kStaged, trace);
 }
 
 // ==================================================================================================

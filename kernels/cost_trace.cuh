@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "kernels/device_view.h"
+#include "kernels/register_pin.cuh"
 
 namespace symmem::kernels::device {
 
@@ -22,11 +23,14 @@ static_assert(kMarkEnd + 1 == kTraceMarks, "one word pair per mark");
 
 struct CostTrace {
   bool on;
+  uint64_t* trace;  // read with the parameters, before the programmatic wait
   uint64_t ns[kTraceMarks];
   long long clk[kTraceMarks];
 
   __device__ __forceinline__ explicit CostTrace(const DeviceView& v)
-      : on(v.trace != nullptr && blockIdx.x == 0 && threadIdx.x == 0) {}
+      : on(v.trace != nullptr && blockIdx.x == 0 && threadIdx.x == 0), trace(v.trace) {
+    pinToRegister(trace);
+  }
 
   __device__ __forceinline__ void mark(int k) {
     if (!on) return;
@@ -36,9 +40,9 @@ struct CostTrace {
     clk[k] = clock64();
   }
 
-  __device__ __forceinline__ void store(const DeviceView& v, uint64_t round) const {
+  __device__ __forceinline__ void store(uint64_t round) const {
     if (!on) return;
-    uint64_t* at = v.trace + (round % kTraceCalls) * kTraceWords;
+    uint64_t* at = trace + (round % kTraceCalls) * kTraceWords;
 #pragma unroll
     for (int k = 0; k < kTraceMarks; ++k) {
       at[k] = ns[k];

@@ -21,9 +21,12 @@
 // The round buffer r % 3 itself was re-armed during round r-2, in an earlier launch.
 //
 // ---- Round records --------------------------------------------------------------------------------
-// Each block reads its own BlockControl record (device_view.h) once at start (one thread, then a
-// block barrier, so no warp can see the record after another warp advanced it) and at its end writes
+// Each block reads its own BlockControl record (device_view.h) once at start and at its end writes
 // its own record and those of the block indices its launch does not have (up to the comm's grid cap).
+// No warp may see the record after another warp of its block advanced it: either one thread reads it
+// and shares it behind a block barrier (beginLaunch, the pull and two-shot kernels), or every thread
+// reads it and the block meets at the end, before the record advances (loadRound / closeRound, the
+// one-shot push and staged kernels: no barrier between the programmatic wait and the first store).
 // Graph replay re-runs the same kernels and they pick up the state on the device.
 #include <cstddef>
 #include <cstdint>
@@ -66,6 +69,39 @@ __device__ __forceinline__ RoundState beginLaunch(const DeviceView& v, const Blo
   return beginLaunch(ctl, &v.control->aborted);
 }
 
+// Every thread reads its block's record itself (the same 32 bytes for a whole warp: one request) and
+// the abort word. The block must call closeRound, every thread of it, before any of them returns.
+// Threads may disagree on `aborted` only when the communicator was aborted during this launch (the
+// word never goes back to 0), and an aborted communicator's records are never read again for data.
+// Two steps, so that the caller can issue its own first loads between them: loadRound issues the
+// loads, RoundRecord::state() is the first use of what they return. (A GPU issues a warp's
+// instructions in order: a use placed before another load holds that load back by a whole latency.)
+struct RoundRecord {
+  uint4 lo, hi;  // round, then the three dirty counts
+  uint32_t abortWord;
+
+  __device__ __forceinline__ RoundState state() const {
+    RoundState s;
+    s.round = (static_cast<uint64_t>(lo.y) << 32) | lo.x;
+    const uint64_t d0 = (static_cast<uint64_t>(lo.w) << 32) | lo.z;
+    const uint64_t d1 = (static_cast<uint64_t>(hi.y) << 32) | hi.x;
+    const uint64_t d2 = (static_cast<uint64_t>(hi.w) << 32) | hi.z;
+    const int rb = rearmBuffer(s.round);
+    s.rearmBytes = rb == 0 ? d0 : rb == 1 ? d1 : d2;
+    s.aborted = abortWord != 0u;
+    return s;
+  }
+};
+__device__ __forceinline__ RoundRecord loadRound(const BlockControl* record, const uint32_t* aborted) {
+  RoundRecord r;
+  r.lo = *reinterpret_cast<const uint4*>(record);
+  r.hi = *reinterpret_cast<const uint4*>(reinterpret_cast<const char*>(record) + 16);
+  r.abortWord = *reinterpret_cast<volatile const uint32_t*>(aborted);
+  return r;
+}
+static_assert(sizeof(BlockControl) == 32 && offsetof(BlockControl, dirtyBytes) == 8,
+              "loadRound reads a record as two 16-byte vectors: round, then the three dirty counts");
+
 // Records b, b + G, ... below gridCap (the largest grid any launch of this comm uses): round + 1,
 // `usedBytes` dirty in this round's buffer, nothing left to re-arm in the buffer this launch re-armed.
 __device__ __forceinline__ void endLaunch(int gridCap, BlockControl* ctl, uint64_t round, uint64_t usedBytes) {
@@ -81,21 +117,36 @@ __device__ __forceinline__ void endLaunch(const DeviceView& v, BlockControl* ctl
   endLaunch(v.gridCap, ctl, round, usedBytes);
 }
 
+// The end of a launch that read its round with loadRound: the block meets (every thread has read the
+// record), then the records advance as endLaunch's do. `grid` is gridDim.x and `step` the grid's
+// threads (vectorStride()), passed in registers.
+__device__ __forceinline__ void closeRound(const RoundState& st, BlockControl* records, int gridCap, unsigned grid,
+                                           size_t step, uint64_t usedBytes) {
+  __syncthreads();
+  if (st.aborted) return;
+  const int buf = roundBuffer(st.round), rb = rearmBuffer(st.round);
+  for (size_t j = blockIdx.x + threadIdx.x * grid; j < static_cast<size_t>(gridCap); j += step) {
+    records[j].dirtyBytes[rb] = 0;
+    records[j].dirtyBytes[buf] = usedBytes;
+    records[j].round = st.round + 1;
+  }
+}
+
 // Re-arms, in this rank's own buffer, the first `bytes` of each slot of one round buffer (slots of
-// stride slotBytes from bufBase), except this rank's own slot, which no one writes.
-__device__ __forceinline__ void rearmSlots(char* local, int rank, int nRanks, size_t bufBase, size_t slotBytes,
-                                           uint64_t bytes) {
+// stride slotBytes from slot0), except this rank's own slot, which no one writes; vectors first,
+// first + stride, ... of each (the caller's place in the grid-stride walk).
+__device__ __forceinline__ void rearmSlots(char* slot0, int rank, int nRanks, size_t slotBytes, uint64_t bytes,
+                                           size_t first, size_t stride) {
   if (bytes == 0) return;
   const size_t vecs = bytes / kVecBytes;
-  const size_t first = firstVector(), stride = vectorStride();
   for (int q = 0; q < nRanks; ++q) {
     if (q == rank) continue;
-    char* slot = local + bufBase + static_cast<size_t>(q) * slotBytes;
+    char* slot = slot0 + static_cast<size_t>(q) * slotBytes;
     for (size_t i = first; i < vecs; i += stride) packetAt(slot + i * kVecBytes)->arm();
   }
 }
 __device__ __forceinline__ void rearmSlots(const DeviceView& v, size_t bufBase, size_t slotBytes, uint64_t bytes) {
-  rearmSlots(v.local, v.rank, v.nRanks, bufBase, slotBytes, bytes);
+  rearmSlots(v.local + bufBase, v.rank, v.nRanks, slotBytes, bytes, firstVector(), vectorStride());
 }
 
 }  // namespace symmem::kernels::device

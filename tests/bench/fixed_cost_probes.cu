@@ -1,0 +1,325 @@
+// SPDX-License-Identifier: Apache-2.0
+// Where the fixed cost of a one-shot call goes, ingredient by ingredient, apart from the all-reduce
+// kernels: two ranks as two streams of one thread on one GPU, each probe a kernel of one block of 32
+// threads, `calls` back-to-back launches per rank captured in one CUDA graph per rank, launched with
+// programmatic stream serialization and the kernels' handshake (wait, then admit). Each probe adds one
+// ingredient of a one-shot call to the one before it:
+//
+//   empty            the handshake only (the launch floor in this shape)
+//   record           + thread 0 reads the round word the previous launch wrote, and writes round + 1
+//   record-barrier   + the round shared with the block through shared memory behind a block barrier
+//   exchange         + one 16-byte packet to the peer's slot of round buffer round % 3, re-arm of the
+//                      peer's slot of buffer (round + 2) % 3, poll of the own slot until it arrived,
+//                      the output stored: a minimal one-shot push of one vector, the kernels' protocol
+//   exchange-page    exchange with the control word, slots, input and output of both ranks in one
+//                      allocation (one large page): what address translation adds
+//   exchange-warp    exchange with all 32 threads polling their own vector (a 512-byte message)
+//
+// The exchange probes note clock64 at five marks of every call (thread 0) and report the mean
+// cycles of each segment and the SM clock seen. A benchmark, not a test: medians of `repeats` with
+// min and max (docs/kernels.md, "Fixed cost").
+//
+//   symmem_fixed_cost_probes [--calls 64] [--replays 50] [--repeats 7] [--csv FILE]
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kernels/flag_protocol.cuh"
+#include "kernels/programmatic_launch.h"
+
+namespace {
+
+using symmem::kernels::kArmedWord;
+namespace dev = symmem::kernels::device;
+
+#define CHECK_CUDA(x)                                                                          \
+  do {                                                                                         \
+    cudaError_t e_ = (x);                                                                      \
+    if (e_ != cudaSuccess) {                                                                   \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                            \
+    }                                                                                          \
+  } while (0)
+
+enum Probe : int { kEmpty, kRecord, kRecordBarrier, kExchange, kExchangePage, kExchangeWarp, kProbes };
+const char* const kProbeNames[kProbes] = {"empty",    "record",        "record-barrier",
+                                          "exchange", "exchange-page", "exchange-warp"};
+
+constexpr int kSlotBytes = 512;  // one slot: 32 vectors
+constexpr int kMarks = 5;        // after the wait, round read, packet sent, peer's packet seen, end
+constexpr int kTraceCalls = 64;
+constexpr uint64_t kGiveUpNs = 1000000000ull;  // a probe whose peer never comes stops after 1 s
+
+// One rank's memory: the round word, 3 round buffers x 2 source slots, input, output, trace.
+struct RankMemory {
+  uint64_t* round;
+  char* slots;  // [buffer][source] x kSlotBytes
+  uint4* in;
+  uint4* out;
+  uint32_t* failed;
+  long long* trace;  // kTraceCalls x (kMarks + 2): clock64 marks, then globaltimer after wait and at end
+};
+
+__device__ __forceinline__ uint64_t nowNs() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+template <int P>
+__global__ void __launch_bounds__(32) probeKernel(RankMemory mine, RankMemory peer, int rank) {
+  dev::programmaticHandshake(false);
+  if constexpr (P == kEmpty) return;
+  long long mark[kMarks];
+  const long long t0 = clock64();
+  const uint64_t ns0 = nowNs();
+  mark[0] = t0;
+  const int lane = threadIdx.x;
+  const bool worker = P == kExchangeWarp || lane == 0;
+  const uint4 x = worker ? mine.in[lane] : uint4{};
+  uint64_t round = 0;
+  if constexpr (P == kRecord) {
+    if (lane == 0) *mine.round = *mine.round + 1;
+    return;
+  } else if constexpr (P == kRecordBarrier) {
+    __shared__ uint64_t shared;
+    if (lane == 0) shared = *mine.round;
+    __syncthreads();
+    round = shared;
+    __syncthreads();
+    if (lane == 0) *mine.round = round + 1;
+    return;
+  } else {
+    if (worker) round = *mine.round;
+  }
+  mark[1] = clock64();
+  if (!worker) return;
+  const int other = 1 - rank;
+  const int buf = static_cast<int>(round % 3), rearm = static_cast<int>((round + 2) % 3);
+  const size_t at = static_cast<size_t>(lane) * 16;
+  dev::packetAt(peer.slots + (buf * 2 + rank) * kSlotBytes + at)->write(dev::SentinelPacket::seal<float>(x));
+  mark[2] = clock64();
+  dev::packetAt(mine.slots + (rearm * 2 + other) * kSlotBytes + at)->arm();
+  const dev::SentinelPacket* slot = dev::packetAt(mine.slots + (buf * 2 + other) * kSlotBytes + at);
+  uint4 got = slot->poll();
+  uint32_t spins = 0;
+  while (!dev::SentinelPacket::arrived<float>(got)) {
+    if ((++spins & 1023u) == 0 && nowNs() - ns0 > kGiveUpNs) {
+      *mine.failed = 1;
+      break;
+    }
+    got = slot->poll();
+  }
+  mark[3] = clock64();
+  mine.out[lane] = make_uint4(got.x + x.x, got.y + x.y, got.z + x.z, got.w + x.w);
+  if (lane == 0) {
+    *mine.round = round + 1;
+    mark[4] = clock64();
+    long long* t = mine.trace + (round % kTraceCalls) * (kMarks + 2);
+    for (int k = 0; k < kMarks; ++k) t[k] = mark[k];
+    t[kMarks] = static_cast<long long>(ns0);
+    t[kMarks + 1] = static_cast<long long>(nowNs());
+  }
+}
+
+__global__ void armSlots(char* slots, size_t bytes) {
+  for (size_t i = threadIdx.x; i < bytes / 4; i += blockDim.x) reinterpret_cast<uint32_t*>(slots)[i] = kArmedWord;
+}
+
+using KernelFn = void (*)(RankMemory, RankMemory, int);
+const KernelFn kKernels[kProbes] = {probeKernel<kEmpty>,    probeKernel<kRecord>,       probeKernel<kRecordBarrier>,
+                                    probeKernel<kExchange>, probeKernel<kExchangePage>, probeKernel<kExchangeWarp>};
+
+void launchProbe(int p, const RankMemory& mine, const RankMemory& peer, int rank, cudaStream_t s) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(1);
+  config.blockDim = dim3(32);
+  config.stream = s;
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute[0].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  CHECK_CUDA(cudaLaunchKernelEx(&config, kKernels[p], mine, peer, rank));
+}
+
+constexpr size_t kSlotsBytes = 3 * 2 * kSlotBytes;
+constexpr size_t kTraceBytes = kTraceCalls * (kMarks + 2) * sizeof(long long);
+
+// Both ranks' memory: separate allocations, or carved from one allocation.
+struct Memory {
+  RankMemory rank[2];
+  std::vector<void*> allocations;
+
+  explicit Memory(bool onePage) {
+    char* page = nullptr;
+    size_t used = 0;
+    auto take = [&](size_t bytes) -> void* {
+      if (onePage) {
+        void* p = page + used;
+        used += (bytes + 255) / 256 * 256;
+        return p;
+      }
+      void* p = nullptr;
+      CHECK_CUDA(cudaMalloc(&p, bytes));
+      allocations.push_back(p);
+      return p;
+    };
+    if (onePage) {
+      CHECK_CUDA(cudaMalloc(&page, 1 << 20));
+      allocations.push_back(page);
+    }
+    for (RankMemory& m : rank) {
+      m.round = static_cast<uint64_t*>(take(256));
+      m.slots = static_cast<char*>(take(kSlotsBytes));
+      m.in = static_cast<uint4*>(take(kSlotBytes));
+      m.out = static_cast<uint4*>(take(kSlotBytes));
+      m.failed = static_cast<uint32_t*>(take(256));
+      m.trace = static_cast<long long*>(take(kTraceBytes));
+      CHECK_CUDA(cudaMemset(m.round, 0, 256));
+      CHECK_CUDA(cudaMemset(m.failed, 0, 256));
+      CHECK_CUDA(cudaMemset(m.in, 0, kSlotBytes));
+      armSlots<<<1, 256>>>(m.slots, kSlotsBytes);
+    }
+    CHECK_CUDA(cudaDeviceSynchronize());
+  }
+  ~Memory() {
+    for (void* p : allocations) cudaFree(p);
+  }
+};
+
+struct Options {
+  int calls = kTraceCalls, replays = 50, repeats = 7;
+  std::string csv;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Per-call microseconds (median, min, max over repeats) of probe p, both ranks' graphs replayed at once.
+std::vector<double> timeProbe(int p, const Options& o, Memory& mem, cudaStream_t s[2]) {
+  cudaGraphExec_t exec[2];
+  for (int r = 0; r < 2; ++r) {
+    cudaGraph_t g;
+    CHECK_CUDA(cudaStreamBeginCapture(s[r], cudaStreamCaptureModeThreadLocal));
+    for (int i = 0; i < o.calls; ++i) launchProbe(p, mem.rank[r], mem.rank[1 - r], r, s[r]);
+    CHECK_CUDA(cudaStreamEndCapture(s[r], &g));
+    CHECK_CUDA(cudaGraphInstantiate(&exec[r], g, 0));
+    CHECK_CUDA(cudaGraphDestroy(g));
+  }
+  for (int r = 0; r < 2; ++r) CHECK_CUDA(cudaGraphLaunch(exec[r], s[r]));  // warm-up
+  CHECK_CUDA(cudaDeviceSynchronize());
+  std::vector<double> us;
+  for (int k = 0; k < o.repeats; ++k) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int rep = 0; rep < o.replays; ++rep)
+      for (int r = 0; r < 2; ++r) CHECK_CUDA(cudaGraphLaunch(exec[r], s[r]));
+    CHECK_CUDA(cudaDeviceSynchronize());
+    us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
+                 (static_cast<double>(o.calls) * o.replays));
+  }
+  for (cudaGraphExec_t e : exec) CHECK_CUDA(cudaGraphExecDestroy(e));
+  return us;
+}
+
+// Mean cycles of each segment over the last replay's calls (rank 0), and the SM clock they imply.
+void printSegments(const Memory& mem, int calls) {
+  std::vector<long long> t(kTraceCalls * (kMarks + 2));
+  CHECK_CUDA(cudaMemcpy(t.data(), mem.rank[0].trace, kTraceBytes, cudaMemcpyDeviceToHost));
+  double seg[kMarks - 1] = {0, 0, 0, 0};
+  double cycles = 0, ns = 0, gap = 0;
+  int n = 0, gaps = 0;
+  const int used = std::min(calls, kTraceCalls);
+  for (int c = 0; c < used; ++c) {
+    const long long* m = &t[static_cast<size_t>(c) * (kMarks + 2)];
+    for (int k = 0; k + 1 < kMarks; ++k) seg[k] += static_cast<double>(m[k + 1] - m[k]);
+    cycles += static_cast<double>(m[kMarks - 1] - m[0]);
+    ns += static_cast<double>(m[kMarks + 1] - m[kMarks]);
+    ++n;
+    if (c + 1 < used) {
+      const long long* next = &t[static_cast<size_t>(c + 1) * (kMarks + 2)];
+      gap += static_cast<double>(next[kMarks] - m[kMarks + 1]);
+      ++gaps;
+    }
+  }
+  const double perNs = ns > 0 ? cycles / ns : 0;
+  std::printf(
+      "    rank 0, mean cycles: round read %.0f, packet sent %.0f, peer's packet seen %.0f, output+round %.0f; "
+      "SM clock seen %.0f MHz; end to the next call's wait returned %.3f us\n",
+      seg[0] / n, seg[1] / n, seg[2] / n, seg[3] / n, perNs * 1000, gaps ? gap / gaps / 1000 : 0.0);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> const char* {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "%s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--calls")
+      o.calls = std::atoi(next());
+    else if (a == "--replays")
+      o.replays = std::atoi(next());
+    else if (a == "--repeats")
+      o.repeats = std::atoi(next());
+    else if (a == "--csv")
+      o.csv = next();
+    else {
+      std::fprintf(stderr, "usage: %s [--calls N] [--replays N] [--repeats N] [--csv FILE]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (o.calls < 2 || o.replays < 1 || o.repeats < 1) {
+    std::fprintf(stderr, "--calls must be at least 2, --replays and --repeats at least 1\n");
+    return 2;
+  }
+  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);  // each rank's stream its own hardware queue
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count < 1) {
+    std::printf("no GPU: nothing to measure\n");
+    return 0;
+  }
+  cudaDeviceProp prop{};
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  if (prop.major < 9) {
+    std::printf("%s: programmatic launch needs capability 9.0\n", prop.name);
+    return 0;
+  }
+  std::printf("%s; 2 ranks as streams of one thread; %d calls per graph, %d replays, %d repeats\n", prop.name,
+              o.calls, o.replays, o.repeats);
+  FILE* csv = o.csv.empty() ? nullptr : std::fopen(o.csv.c_str(), "w");
+  if (csv) std::fprintf(csv, "probe,median_us,min_us,max_us\n");
+  cudaStream_t s[2];
+  for (cudaStream_t& x : s) CHECK_CUDA(cudaStreamCreateWithFlags(&x, cudaStreamNonBlocking));
+  int failures = 0;
+  for (int p = 0; p < kProbes; ++p) {
+    Memory mem(p == kExchangePage);
+    std::vector<double> us = timeProbe(p, o, mem, s);
+    uint32_t failed[2] = {0, 0};
+    for (int r = 0; r < 2; ++r) CHECK_CUDA(cudaMemcpy(&failed[r], mem.rank[r].failed, 4, cudaMemcpyDeviceToHost));
+    const auto [lo, hi] = std::minmax_element(us.begin(), us.end());
+    std::printf("  %-15s %7.3f us per call (min %.3f, max %.3f)%s\n", kProbeNames[p], median(us), *lo, *hi,
+                failed[0] || failed[1] ? "  PEER NEVER CAME" : "");
+    failures += (failed[0] || failed[1]) ? 1 : 0;
+    if (p >= kExchange) printSegments(mem, o.calls);
+    if (csv) std::fprintf(csv, "%s,%.4f,%.4f,%.4f\n", kProbeNames[p], median(us), *lo, *hi);
+  }
+  for (cudaStream_t x : s) CHECK_CUDA(cudaStreamDestroy(x));
+  if (csv) std::fclose(csv);
+  return failures == 0 ? 0 : 1;
+}
