@@ -10,7 +10,7 @@
 //   round_control.cuh    rotating round buffers, re-arming, per-block round records
 //   bounded_wait.cuh     polling peers' data with a deadline and the abort word
 //   programmatic_launch.h  the launch handshake with the previous and next kernel
-//   register_pin.cuh     parameters kept in registers across the programmatic wait
+//   param_staging.cuh    parameters kept in registers across the programmatic wait
 //   pull_flags.cuh       the pull variants' tile announcements
 //   cost_trace.cuh       benchmark-only timestamps (one-shot push)
 #include <cstddef>
@@ -20,10 +20,10 @@
 #include "kernels/cost_trace.cuh"
 #include "kernels/device_view.h"
 #include "kernels/flag_protocol.cuh"
+#include "kernels/param_staging.cuh"
 #include "kernels/programmatic_launch.h"
 #include "kernels/pull_allreduce.cuh"
 #include "kernels/reduce_ops.cuh"
-#include "kernels/register_pin.cuh"
 #include "kernels/round_control.cuh"
 #include "kernels/vector_io.cuh"
 
@@ -45,29 +45,32 @@ namespace symmem::kernels::device {
 enum Variant : int { kPush = 0, kPull = 1, kStaged = 2 };
 
 // What a one-shot push or staged launch takes from its parameters and its launch shape, read before
-// the programmatic wait and pinned to registers there (register_pin.cuh: otherwise the compiler reads
-// them from the constant bank again where they are used, after the wait, each line a miss on the
-// call's critical path). Everything that does not depend on the round is computed here too.
+// the programmatic wait and staged through shared memory there (param_staging.cuh: otherwise the
+// code generator reads them from the constant bank again where they are used, after the wait, each
+// line a miss on the call's critical path). Everything that does not depend on the round is computed
+// here too.
 struct OneShotPlan {
   const char* send;
   char* recv;
   size_t count;
-  size_t nVec;                  // 16-byte vectors of the message
-  size_t first, stride;         // this thread's first vector and the grid's step (vector_io.h)
-  char* peerSlot[kMaxRanks];    // my slot of round buffer 0 in rank q's buffer (q != rank)
-  char* ownSlots;               // slot 0 of round buffer 0 in my own buffer
-  size_t bufferBytes;           // one round buffer: nRanks slots
-  size_t slotBytes;             // layout.oneShotSlotBytes
-  const BlockControl* record;   // this block's round record
-  BlockControl* records;        // every block index's record
+  size_t nVec;                // 16-byte vectors of the message
+  char* peerSlot[kMaxRanks];  // my slot of round buffer 0 in rank q's buffer (q != rank)
+  char* ownSlots;             // slot 0 of round buffer 0 in my own buffer
+  size_t bufferBytes;         // one round buffer: nRanks slots
+  size_t slotBytes;           // layout.oneShotSlotBytes
+  BlockControl* records;      // every block index's round record
   const uint32_t* aborted;
+  uint64_t* trace;  // DeviceView::trace (benchmark only; cost_trace.cuh)
   int rank, nRanks, gridCap;
-  unsigned grid;
+  unsigned block, grid;  // blockDim.x, gridDim.x
   bool inAligned, outAligned;
 
   __device__ __forceinline__ char* ownSlot(int buf, int src) const {
     return ownSlots + static_cast<size_t>(buf) * bufferBytes + static_cast<size_t>(src) * slotBytes;
   }
+  // This thread's first vector and the grid's step (the grid-stride walk of vector_io.cuh).
+  __device__ __forceinline__ size_t first() const { return static_cast<size_t>(blockIdx.x) * block + threadIdx.x; }
+  __device__ __forceinline__ size_t stride() const { return static_cast<size_t>(grid) * block; }
 };
 
 template <typename T>
@@ -77,8 +80,6 @@ __device__ __forceinline__ OneShotPlan planOneShot(const DeviceView& v, const T*
   p.recv = reinterpret_cast<char*>(recv);
   p.count = count;
   p.nVec = vectorCount(count * sizeof(T));
-  p.first = firstVector();
-  p.stride = vectorStride();
   const size_t mine = v.layout.oneShotOffset + static_cast<size_t>(v.rank) * v.layout.oneShotSlotBytes;
 #pragma unroll
   for (int q = 0; q < kMaxRanks; ++q) p.peerSlot[q] = v.peer[q] + mine;
@@ -86,35 +87,16 @@ __device__ __forceinline__ OneShotPlan planOneShot(const DeviceView& v, const T*
   p.slotBytes = v.layout.oneShotSlotBytes;
   p.bufferBytes = static_cast<size_t>(v.nRanks) * p.slotBytes;
   p.records = v.control->oneShot;
-  p.record = p.records + blockIdx.x;
   p.aborted = &v.control->aborted;
+  p.trace = v.trace;
   p.rank = v.rank;
   p.nRanks = v.nRanks;
   p.gridCap = v.gridCap;
+  p.block = blockDim.x;
   p.grid = gridDim.x;
   p.inAligned = isVecAligned(send);
   p.outAligned = isVecAligned(recv);
-  pinToRegister(p.send);
-  pinToRegister(p.recv);
-  pinToRegister(p.count);
-  pinToRegister(p.nVec);
-  pinToRegister(p.first);
-  pinToRegister(p.stride);
-#pragma unroll
-  for (int q = 0; q < kMaxRanks; ++q) pinToRegister(p.peerSlot[q]);
-  pinToRegister(p.ownSlots);
-  pinToRegister(p.slotBytes);
-  pinToRegister(p.bufferBytes);
-  pinToRegister(p.record);
-  pinToRegister(p.records);
-  pinToRegister(p.aborted);
-  pinToRegister(p.rank);
-  pinToRegister(p.nRanks);
-  pinToRegister(p.gridCap);
-  pinToRegister(p.grid);
-  pinToRegister(p.inAligned);
-  pinToRegister(p.outAligned);
-  return p;
+  return stageThroughShared(p);
 }
 
 // Push and staged. Staged sends to one peer per step: at step k (1..n-1) peer rank+k, then waits for
@@ -128,15 +110,15 @@ __device__ __forceinline__ void oneShotPush(const DeviceView& v, const OneShotPl
   constexpr int kPer = kElemsPerVec<T>;
   const T* send = reinterpret_cast<const T*>(p.send);
   T* recv = reinterpret_cast<T*>(p.recv);
-  const size_t count = p.count, nVec = p.nVec, first = p.first, stride = p.stride;
+  const size_t count = p.count, nVec = p.nVec, first = p.first(), stride = p.stride();
   // The round record, then the first input vector: both loads in flight before either is used.
-  const RoundRecord record = loadRound(p.record, p.aborted);
+  const RoundRecord record = loadRound(p.records + blockIdx.x, p.aborted);
   const uint4 firstRaw = first < nVec ? loadVector<T>(send, first * kPer, count, p.inAligned) : uint4{};
   const RoundState st = record.state();
   const uint4 firstIn = SentinelPacket::seal<T>(firstRaw);
   if (!st.aborted) {
     trace.mark(kMarkRound);
-    const int buf = roundBuffer(st.round);
+    const int buf = st.buffer;
     const size_t bufOffset = static_cast<size_t>(buf) * p.bufferBytes;
     const char* bufBase = p.ownSlot(buf, 0);
 
@@ -170,7 +152,7 @@ __device__ __forceinline__ void oneShotPush(const DeviceView& v, const OneShotPl
     }
 
     // 2. Re-arm the previous round's slots while the peers' data is on its way.
-    rearmSlots(p.ownSlot(rearmBuffer(st.round), 0), p.rank, p.nRanks, p.slotBytes, st.rearmBytes, first, stride);
+    rearmSlots(p.ownSlot(st.rearm, 0), p.rank, p.nRanks, p.slotBytes, st.rearmBytes, first, stride);
 
     // 3. Wait for every peer's vector, reduce in rank order, write the output.
     const uint32_t peers = peerMask(p.rank, p.nRanks);
@@ -195,8 +177,6 @@ __device__ __forceinline__ void oneShotPush(const DeviceView& v, const OneShotPl
 template <typename T, int OP>
 __global__ void __launch_bounds__(kMaxThreads)
     oneShotAllReduce(const __grid_constant__ DeviceView v, const T* send, T* recv, size_t count, int variant) {
-  CostTrace trace(v);
-  trace.mark(kMarkEntry);
   const bool triggerFirst = (v.costSwitches & kTriggerBeforeWait) != 0u;
   if (variant == kPull) {
     programmaticHandshake(triggerFirst);
@@ -204,6 +184,8 @@ __global__ void __launch_bounds__(kMaxThreads)
     return;
   }
   const OneShotPlan plan = planOneShot<T>(v, send, recv, count);
+  CostTrace trace(plan.trace);  // from the staged plan: no read of the parameters after the wait
+  trace.mark(kMarkEntry);
   programmaticHandshake(triggerFirst);
   trace.mark(kMarkPrevDone);
   oneShotPush<T, OP>(v, plan, variant == kStaged, trace);

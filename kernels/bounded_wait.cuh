@@ -69,17 +69,14 @@ template <typename T>
 __device__ __forceinline__ void receiveFromPeers(const DeviceView& v, const char* at, size_t slotStride,
                                                  uint32_t pending, uint4 (&in)[kMaxRanks], Deadline& d) {
   while (pending != 0u) {
-    uint4 polled[kMaxRanks];
+    // Polled straight into in[q]: once q's packet has arrived, q is polled no more, so in[q] keeps it
+    // (no second array of polls: 32 registers fewer, which the one-shot kernels need).
 #pragma unroll
     for (int q = 0; q < kMaxRanks; ++q)
-      if (pending & (1u << q)) polled[q] = packetAt(at + static_cast<size_t>(q) * slotStride)->poll();
+      if (pending & (1u << q)) in[q] = packetAt(at + static_cast<size_t>(q) * slotStride)->poll();
 #pragma unroll
-    for (int q = 0; q < kMaxRanks; ++q) {
-      if ((pending & (1u << q)) && SentinelPacket::arrived<T>(polled[q])) {
-        in[q] = polled[q];
-        pending &= ~(1u << q);
-      }
-    }
+    for (int q = 0; q < kMaxRanks; ++q)
+      if ((pending & (1u << q)) && SentinelPacket::arrived<T>(in[q])) pending &= ~(1u << q);
     if (pending != 0u && !keepWaiting(d, v, __ffs(pending) - 1)) return;
   }
 }

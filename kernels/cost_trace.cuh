@@ -7,12 +7,11 @@
 #include <cstdint>
 
 #include "kernels/device_view.h"
-#include "kernels/register_pin.cuh"
 
 namespace symmem::kernels::device {
 
 enum TraceMark : int {
-  kMarkEntry = 0,     // first instruction, before the programmatic handshake
+  kMarkEntry = 0,     // the parameters staged, before the programmatic handshake
   kMarkPrevDone = 1,  // the previous kernel on the stream has completed
   kMarkRound = 2,     // the round record has been read (beginLaunch)
   kMarkSent = 3,      // this thread's stores to every peer are issued
@@ -23,14 +22,13 @@ static_assert(kMarkEnd + 1 == kTraceMarks, "one word pair per mark");
 
 struct CostTrace {
   bool on;
-  uint64_t* trace;  // read with the parameters, before the programmatic wait
+  uint64_t* trace;
   uint64_t ns[kTraceMarks];
   long long clk[kTraceMarks];
 
-  __device__ __forceinline__ explicit CostTrace(const DeviceView& v)
-      : on(v.trace != nullptr && blockIdx.x == 0 && threadIdx.x == 0), trace(v.trace) {
-    pinToRegister(trace);
-  }
+  // `buffer` is DeviceView::trace, taken from the launch's staged plan (allreduce_kernels.cuh).
+  __device__ __forceinline__ explicit CostTrace(uint64_t* buffer)
+      : on(buffer != nullptr && blockIdx.x == 0 && threadIdx.x == 0), trace(buffer) {}
 
   __device__ __forceinline__ void mark(int k) {
     if (!on) return;

@@ -41,6 +41,8 @@ namespace symmem::kernels::device {
 struct RoundState {
   uint64_t round;
   uint64_t rearmBytes;  // bytes per slot to re-arm in round buffer rearmBuffer(round)
+  int buffer;           // roundBuffer(round): the round buffer this launch writes
+  int rearm;            // rearmBuffer(round): the one it re-arms
   bool aborted;
 };
 
@@ -57,8 +59,9 @@ __device__ __forceinline__ RoundState beginLaunch(const BlockControl* ctl, const
     RoundState s;
     s.round = mine.round;
     const uint64_t d0 = mine.dirtyBytes[0], d1 = mine.dirtyBytes[1], d2 = mine.dirtyBytes[2];
-    const int rb = rearmBuffer(s.round);
-    s.rearmBytes = rb == 0 ? d0 : rb == 1 ? d1 : d2;
+    s.buffer = roundBuffer(s.round);
+    s.rearm = rearmBuffer(s.round);
+    s.rearmBytes = s.rearm == 0 ? d0 : s.rearm == 1 ? d1 : d2;
     s.aborted = *reinterpret_cast<volatile const uint32_t*>(aborted) != 0;
     shared = s;
   }
@@ -86,8 +89,9 @@ struct RoundRecord {
     const uint64_t d0 = (static_cast<uint64_t>(lo.w) << 32) | lo.z;
     const uint64_t d1 = (static_cast<uint64_t>(hi.y) << 32) | hi.x;
     const uint64_t d2 = (static_cast<uint64_t>(hi.w) << 32) | hi.z;
-    const int rb = rearmBuffer(s.round);
-    s.rearmBytes = rb == 0 ? d0 : rb == 1 ? d1 : d2;
+    s.buffer = roundBuffer(s.round);
+    s.rearm = rearmBuffer(s.round);
+    s.rearmBytes = s.rearm == 0 ? d0 : s.rearm == 1 ? d1 : d2;
     s.aborted = abortWord != 0u;
     return s;
   }
@@ -124,7 +128,7 @@ __device__ __forceinline__ void closeRound(const RoundState& st, BlockControl* r
                                            size_t step, uint64_t usedBytes) {
   __syncthreads();
   if (st.aborted) return;
-  const int buf = roundBuffer(st.round), rb = rearmBuffer(st.round);
+  const int buf = st.buffer, rb = st.rearm;
   for (size_t j = blockIdx.x + threadIdx.x * grid; j < static_cast<size_t>(gridCap); j += step) {
     records[j].dirtyBytes[rb] = 0;
     records[j].dirtyBytes[buf] = usedBytes;

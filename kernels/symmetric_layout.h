@@ -49,8 +49,18 @@ SYMMEM_HD constexpr size_t vectorCount(size_t bytes) { return divUp(bytes, kVecB
 
 // The round buffer a call with device round counter `round` writes into, and the one it re-arms.
 // Re-arming the previous round's buffer is safe (the argument is in round_control.cuh, "Rotation").
-SYMMEM_HD constexpr int roundBuffer(uint64_t round) { return static_cast<int>(round % kRounds); }
-SYMMEM_HD constexpr int rearmBuffer(uint64_t round) { return static_cast<int>((round + kRounds - 1) % kRounds); }
+// round % 3 from the two 32-bit halves (2^32 = 1 modulo 3): a few 32-bit operations instead of a
+// 64-bit division by a constant, on the critical path of every call.
+static_assert(kRounds == 3, "roundBuffer's arithmetic is that of 3 round buffers");
+SYMMEM_HD constexpr int roundBuffer(uint64_t round) {
+  const auto hi = static_cast<uint32_t>(round >> 32), lo = static_cast<uint32_t>(round);
+  return static_cast<int>((hi % 3u + lo % 3u) % 3u);
+}
+SYMMEM_HD constexpr int rearmBuffer(uint64_t round) { return (roundBuffer(round) + kRounds - 1) % kRounds; }
+static_assert(roundBuffer(0) == 0 && roundBuffer(4) == 1 && roundBuffer(0xffffffffull) == 0 &&
+                  roundBuffer(0x100000000ull) == 1 && roundBuffer(0x100000001ull) == 2 && roundBuffer(~0ull) == 0 &&
+                  rearmBuffer(0) == 2 && rearmBuffer(0x100000000ull) == 0 && rearmBuffer(~0ull) == 2,
+              "roundBuffer is round % 3, rearmBuffer (round - 1) mod 3");
 
 // Sentinel. An element that is -0.0 means "not written yet": senders turn -0.0 into +0.0, so real
 // data never carries it. Slots are re-armed with the 32-bit word kArmedWord whatever dtype the next

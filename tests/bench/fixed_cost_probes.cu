@@ -14,6 +14,14 @@
 //   exchange-page    exchange with the control word, slots, input and output of both ranks in one
 //                      allocation (one large page): what address translation adds
 //   exchange-warp    exchange with all 32 threads polling their own vector (a 512-byte message)
+//   exchange-barrier exchange where the 31 idle threads wait in a block barrier at the end, behind
+//                      which thread 0 then advances the round (what a kernel that must not advance
+//                      the round before every warp read it does)
+//   exchange-converged  exchange-barrier with every thread polling thread 0's vector (the warp stays
+//                      converged until the barrier; only thread 0 stores)
+//   fetch            no exchange: thread 0 runs the same 2,048 instructions (32 KiB of code, no memory
+//                      access) twice and notes the cycles of each pass; a first pass much slower than
+//                      the second means each launch fetches its code afresh
 //
 // The exchange probes note clock64 at five marks of every call (thread 0) and report the mean
 // cycles of each segment and the SM clock seen. A benchmark, not a test: medians of `repeats` with
@@ -48,9 +56,21 @@ namespace dev = symmem::kernels::device;
     }                                                                                          \
   } while (0)
 
-enum Probe : int { kEmpty, kRecord, kRecordBarrier, kExchange, kExchangePage, kExchangeWarp, kProbes };
-const char* const kProbeNames[kProbes] = {"empty",    "record",        "record-barrier",
-                                          "exchange", "exchange-page", "exchange-warp"};
+enum Probe : int {
+  kEmpty,
+  kRecord,
+  kRecordBarrier,
+  kExchange,
+  kExchangePage,
+  kExchangeWarp,
+  kExchangeBarrier,
+  kExchangeConverged,
+  kFetch,
+  kProbes
+};
+const char* const kProbeNames[kProbes] = {"empty",         "record",        "record-barrier",   "exchange",
+                                          "exchange-page", "exchange-warp", "exchange-barrier", "exchange-converged",
+                                          "fetch"};
 
 constexpr int kSlotBytes = 512;  // one slot: 32 vectors
 constexpr int kMarks = 5;        // after the wait, round read, packet sent, peer's packet seen, end
@@ -73,10 +93,40 @@ __device__ __forceinline__ uint64_t nowNs() {
   return t;
 }
 
+// kFetch: two passes over one straight run of 2,048 integer instructions, cycles of each pass.
+__device__ __forceinline__ void fetchPasses(const RankMemory& mine) {
+  uint32_t a[8];
+#pragma unroll
+  for (int k = 0; k < 8; ++k) a[k] = static_cast<uint32_t>(clock()) + k;
+  long long cycles[2];
+#pragma unroll 1
+  for (int pass = 0; pass < 2; ++pass) {
+    const long long c0 = clock64();
+#pragma unroll
+    for (int k = 0; k < 256; ++k)
+#pragma unroll
+      for (int j = 0; j < 8; ++j) a[j] = a[j] * 0x9E3779B9u + static_cast<uint32_t>(k + j);
+    cycles[pass] = clock64() - c0;
+  }
+  uint32_t sum = 0;
+#pragma unroll
+  for (int k = 0; k < 8; ++k) sum += a[k];
+  const uint64_t round = *mine.round;
+  long long* t = mine.trace + (round % kTraceCalls) * (kMarks + 2);
+  t[0] = cycles[0];
+  t[1] = cycles[1];
+  t[2] = sum;
+  *mine.round = round + 1;
+}
+
 template <int P>
 __global__ void __launch_bounds__(32) probeKernel(RankMemory mine, RankMemory peer, int rank) {
   dev::programmaticHandshake(false);
   if constexpr (P == kEmpty) return;
+  if constexpr (P == kFetch) {
+    if (threadIdx.x == 0) fetchPasses(mine);
+    return;
+  }
   long long mark[kMarks];
   const long long t0 = clock64();
   const uint64_t ns0 = nowNs();
@@ -97,16 +147,23 @@ __global__ void __launch_bounds__(32) probeKernel(RankMemory mine, RankMemory pe
     if (lane == 0) *mine.round = round + 1;
     return;
   } else {
-    if (worker) round = *mine.round;
+    if (worker || P == kExchangeConverged) round = *mine.round;
   }
   mark[1] = clock64();
-  if (!worker) return;
+  constexpr bool kMeetAtEnd = P == kExchangeBarrier || P == kExchangeConverged;
+  if (!worker && P != kExchangeConverged) {
+    if constexpr (kMeetAtEnd) __syncthreads();
+    return;
+  }
+  // exchange-converged: every thread takes thread 0's round and vector.
+  const int vec = P == kExchangeConverged ? 0 : lane;
   const int other = 1 - rank;
   const int buf = static_cast<int>(round % 3), rearm = static_cast<int>((round + 2) % 3);
-  const size_t at = static_cast<size_t>(lane) * 16;
-  dev::packetAt(peer.slots + (buf * 2 + rank) * kSlotBytes + at)->write(dev::SentinelPacket::seal<float>(x));
+  const size_t at = static_cast<size_t>(vec) * 16;
+  if (worker)
+    dev::packetAt(peer.slots + (buf * 2 + rank) * kSlotBytes + at)->write(dev::SentinelPacket::seal<float>(x));
   mark[2] = clock64();
-  dev::packetAt(mine.slots + (rearm * 2 + other) * kSlotBytes + at)->arm();
+  if (worker) dev::packetAt(mine.slots + (rearm * 2 + other) * kSlotBytes + at)->arm();
   const dev::SentinelPacket* slot = dev::packetAt(mine.slots + (buf * 2 + other) * kSlotBytes + at);
   uint4 got = slot->poll();
   uint32_t spins = 0;
@@ -118,7 +175,8 @@ __global__ void __launch_bounds__(32) probeKernel(RankMemory mine, RankMemory pe
     got = slot->poll();
   }
   mark[3] = clock64();
-  mine.out[lane] = make_uint4(got.x + x.x, got.y + x.y, got.z + x.z, got.w + x.w);
+  if (worker) mine.out[lane] = make_uint4(got.x + x.x, got.y + x.y, got.z + x.z, got.w + x.w);
+  if constexpr (kMeetAtEnd) __syncthreads();
   if (lane == 0) {
     *mine.round = round + 1;
     mark[4] = clock64();
@@ -134,8 +192,15 @@ __global__ void armSlots(char* slots, size_t bytes) {
 }
 
 using KernelFn = void (*)(RankMemory, RankMemory, int);
-const KernelFn kKernels[kProbes] = {probeKernel<kEmpty>,    probeKernel<kRecord>,       probeKernel<kRecordBarrier>,
-                                    probeKernel<kExchange>, probeKernel<kExchangePage>, probeKernel<kExchangeWarp>};
+const KernelFn kKernels[kProbes] = {probeKernel<kEmpty>,
+                                    probeKernel<kRecord>,
+                                    probeKernel<kRecordBarrier>,
+                                    probeKernel<kExchange>,
+                                    probeKernel<kExchangePage>,
+                                    probeKernel<kExchangeWarp>,
+                                    probeKernel<kExchangeBarrier>,
+                                    probeKernel<kExchangeConverged>,
+                                    probeKernel<kFetch>};
 
 void launchProbe(int p, const RankMemory& mine, const RankMemory& peer, int rank, cudaStream_t s) {
   cudaLaunchConfig_t config{};
@@ -258,6 +323,20 @@ void printSegments(const Memory& mem, int calls) {
       seg[0] / n, seg[1] / n, seg[2] / n, seg[3] / n, perNs * 1000, gaps ? gap / gaps / 1000 : 0.0);
 }
 
+// Mean cycles of the first and the second pass over the same code (rank 0, last replay).
+void printFetch(const Memory& mem, int calls) {
+  std::vector<long long> t(kTraceCalls * (kMarks + 2));
+  CHECK_CUDA(cudaMemcpy(t.data(), mem.rank[0].trace, kTraceBytes, cudaMemcpyDeviceToHost));
+  double first = 0, second = 0;
+  const int used = std::min(calls, kTraceCalls);
+  for (int c = 0; c < used; ++c) {
+    first += static_cast<double>(t[static_cast<size_t>(c) * (kMarks + 2)]);
+    second += static_cast<double>(t[static_cast<size_t>(c) * (kMarks + 2) + 1]);
+  }
+  std::printf("    rank 0, mean cycles of 2,048 instructions: first pass %.0f, second pass %.0f\n", first / used,
+              second / used);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -300,8 +379,8 @@ int main(int argc, char** argv) {
     std::printf("%s: programmatic launch needs capability 9.0\n", prop.name);
     return 0;
   }
-  std::printf("%s; 2 ranks as streams of one thread; %d calls per graph, %d replays, %d repeats\n", prop.name,
-              o.calls, o.replays, o.repeats);
+  std::printf("%s; 2 ranks as streams of one thread; %d calls per graph, %d replays, %d repeats\n", prop.name, o.calls,
+              o.replays, o.repeats);
   FILE* csv = o.csv.empty() ? nullptr : std::fopen(o.csv.c_str(), "w");
   if (csv) std::fprintf(csv, "probe,median_us,min_us,max_us\n");
   cudaStream_t s[2];
@@ -316,7 +395,8 @@ int main(int argc, char** argv) {
     std::printf("  %-15s %7.3f us per call (min %.3f, max %.3f)%s\n", kProbeNames[p], median(us), *lo, *hi,
                 failed[0] || failed[1] ? "  PEER NEVER CAME" : "");
     failures += (failed[0] || failed[1]) ? 1 : 0;
-    if (p >= kExchange) printSegments(mem, o.calls);
+    if (p >= kExchange && p != kFetch) printSegments(mem, o.calls);
+    if (p == kFetch) printFetch(mem, o.calls);
     if (csv) std::fprintf(csv, "%s,%.4f,%.4f,%.4f\n", kProbeNames[p], median(us), *lo, *hi);
   }
   for (cudaStream_t x : s) CHECK_CUDA(cudaStreamDestroy(x));
