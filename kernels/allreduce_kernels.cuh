@@ -146,7 +146,7 @@ __device__ __forceinline__ void oneShotPush(const DeviceView& v, const OneShotPl
         }
         for (size_t i = first; i < nVec && !d.failed; i += stride) {
           uint4 seen[kMaxRanks];
-          receiveFromPeers<T>(v, bufBase + i * kVecBytes, p.slotBytes, 1u << from, seen, d);
+          receiveFromPeers<T, true>(v, bufBase + i * kVecBytes, p.slotBytes, 1u << from, seen, d);
         }
       }
     }
@@ -158,7 +158,7 @@ __device__ __forceinline__ void oneShotPush(const DeviceView& v, const OneShotPl
     const uint32_t peers = peerMask(p.rank, p.nRanks);
     for (size_t i = first; i < nVec && !d.failed; i += stride) {
       uint4 in[kMaxRanks];
-      receiveFromPeers<T>(v, bufBase + i * kVecBytes, p.slotBytes, peers, in, d);
+      receiveFromPeers<T, true>(v, bufBase + i * kVecBytes, p.slotBytes, peers, in, d);
       if (d.failed) break;
       if (i == first) trace.mark(kMarkArrived);
       const uint4 own =

@@ -65,18 +65,26 @@ __device__ __forceinline__ uint32_t peerMask(int rank, int n) { return ((1u << n
 // issues the polls of every pending peer before looking at any of them, so that they are in flight
 // together: one load latency per round whatever the number of peers (polled one after the other, each
 // waiting for the previous one's answer, 8 ranks sharing one H200 spent 2.5 us per call waiting).
-template <typename T>
+// kIntoResult: poll straight into in[q] (once q's packet has arrived q is polled no more, so in[q]
+// keeps it): no second array of 8 vectors, 32 registers fewer, which keeps the one-shot kernels from
+// spilling; the two-shot kernels, whose register allocation it changes for the worse (more spills,
+// 0.3-1.2 us slower per call on 1x H200), poll into a separate array.
+template <typename T, bool kIntoResult = false>
 __device__ __forceinline__ void receiveFromPeers(const DeviceView& v, const char* at, size_t slotStride,
                                                  uint32_t pending, uint4 (&in)[kMaxRanks], Deadline& d) {
   while (pending != 0u) {
-    // Polled straight into in[q]: once q's packet has arrived, q is polled no more, so in[q] keeps it
-    // (no second array of polls: 32 registers fewer, which the one-shot kernels need).
+    uint4 polled[kMaxRanks];
+    uint4(&into)[kMaxRanks] = kIntoResult ? in : polled;
 #pragma unroll
     for (int q = 0; q < kMaxRanks; ++q)
-      if (pending & (1u << q)) in[q] = packetAt(at + static_cast<size_t>(q) * slotStride)->poll();
+      if (pending & (1u << q)) into[q] = packetAt(at + static_cast<size_t>(q) * slotStride)->poll();
 #pragma unroll
-    for (int q = 0; q < kMaxRanks; ++q)
-      if ((pending & (1u << q)) && SentinelPacket::arrived<T>(in[q])) pending &= ~(1u << q);
+    for (int q = 0; q < kMaxRanks; ++q) {
+      if ((pending & (1u << q)) && SentinelPacket::arrived<T>(into[q])) {
+        if constexpr (!kIntoResult) in[q] = into[q];
+        pending &= ~(1u << q);
+      }
+    }
     if (pending != 0u && !keepWaiting(d, v, __ffs(pending) - 1)) return;
   }
 }

@@ -19,9 +19,6 @@
 //                      the round before every warp read it does)
 //   exchange-converged  exchange-barrier with every thread polling thread 0's vector (the warp stays
 //                      converged until the barrier; only thread 0 stores)
-//   fetch            no exchange: thread 0 runs the same 2,048 instructions (32 KiB of code, no memory
-//                      access) twice and notes the cycles of each pass; a first pass much slower than
-//                      the second means each launch fetches its code afresh
 //
 // The exchange probes note clock64 at five marks of every call (thread 0) and report the mean
 // cycles of each segment and the SM clock seen. A benchmark, not a test: medians of `repeats` with
@@ -65,12 +62,10 @@ enum Probe : int {
   kExchangeWarp,
   kExchangeBarrier,
   kExchangeConverged,
-  kFetch,
   kProbes
 };
 const char* const kProbeNames[kProbes] = {"empty",         "record",        "record-barrier",   "exchange",
-                                          "exchange-page", "exchange-warp", "exchange-barrier", "exchange-converged",
-                                          "fetch"};
+                                          "exchange-page", "exchange-warp", "exchange-barrier", "exchange-converged"};
 
 constexpr int kSlotBytes = 512;  // one slot: 32 vectors
 constexpr int kMarks = 5;        // after the wait, round read, packet sent, peer's packet seen, end
@@ -93,40 +88,10 @@ __device__ __forceinline__ uint64_t nowNs() {
   return t;
 }
 
-// kFetch: two passes over one straight run of 2,048 integer instructions, cycles of each pass.
-__device__ __forceinline__ void fetchPasses(const RankMemory& mine) {
-  uint32_t a[8];
-#pragma unroll
-  for (int k = 0; k < 8; ++k) a[k] = static_cast<uint32_t>(clock()) + k;
-  long long cycles[2];
-#pragma unroll 1
-  for (int pass = 0; pass < 2; ++pass) {
-    const long long c0 = clock64();
-#pragma unroll
-    for (int k = 0; k < 256; ++k)
-#pragma unroll
-      for (int j = 0; j < 8; ++j) a[j] = a[j] * 0x9E3779B9u + static_cast<uint32_t>(k + j);
-    cycles[pass] = clock64() - c0;
-  }
-  uint32_t sum = 0;
-#pragma unroll
-  for (int k = 0; k < 8; ++k) sum += a[k];
-  const uint64_t round = *mine.round;
-  long long* t = mine.trace + (round % kTraceCalls) * (kMarks + 2);
-  t[0] = cycles[0];
-  t[1] = cycles[1];
-  t[2] = sum;
-  *mine.round = round + 1;
-}
-
 template <int P>
 __global__ void __launch_bounds__(32) probeKernel(RankMemory mine, RankMemory peer, int rank) {
   dev::programmaticHandshake(false);
   if constexpr (P == kEmpty) return;
-  if constexpr (P == kFetch) {
-    if (threadIdx.x == 0) fetchPasses(mine);
-    return;
-  }
   long long mark[kMarks];
   const long long t0 = clock64();
   const uint64_t ns0 = nowNs();
@@ -192,15 +157,10 @@ __global__ void armSlots(char* slots, size_t bytes) {
 }
 
 using KernelFn = void (*)(RankMemory, RankMemory, int);
-const KernelFn kKernels[kProbes] = {probeKernel<kEmpty>,
-                                    probeKernel<kRecord>,
-                                    probeKernel<kRecordBarrier>,
-                                    probeKernel<kExchange>,
-                                    probeKernel<kExchangePage>,
-                                    probeKernel<kExchangeWarp>,
-                                    probeKernel<kExchangeBarrier>,
-                                    probeKernel<kExchangeConverged>,
-                                    probeKernel<kFetch>};
+const KernelFn kKernels[kProbes] = {probeKernel<kEmpty>,           probeKernel<kRecord>,
+                                    probeKernel<kRecordBarrier>,   probeKernel<kExchange>,
+                                    probeKernel<kExchangePage>,    probeKernel<kExchangeWarp>,
+                                    probeKernel<kExchangeBarrier>, probeKernel<kExchangeConverged>};
 
 void launchProbe(int p, const RankMemory& mine, const RankMemory& peer, int rank, cudaStream_t s) {
   cudaLaunchConfig_t config{};
@@ -323,20 +283,6 @@ void printSegments(const Memory& mem, int calls) {
       seg[0] / n, seg[1] / n, seg[2] / n, seg[3] / n, perNs * 1000, gaps ? gap / gaps / 1000 : 0.0);
 }
 
-// Mean cycles of the first and the second pass over the same code (rank 0, last replay).
-void printFetch(const Memory& mem, int calls) {
-  std::vector<long long> t(kTraceCalls * (kMarks + 2));
-  CHECK_CUDA(cudaMemcpy(t.data(), mem.rank[0].trace, kTraceBytes, cudaMemcpyDeviceToHost));
-  double first = 0, second = 0;
-  const int used = std::min(calls, kTraceCalls);
-  for (int c = 0; c < used; ++c) {
-    first += static_cast<double>(t[static_cast<size_t>(c) * (kMarks + 2)]);
-    second += static_cast<double>(t[static_cast<size_t>(c) * (kMarks + 2) + 1]);
-  }
-  std::printf("    rank 0, mean cycles of 2,048 instructions: first pass %.0f, second pass %.0f\n", first / used,
-              second / used);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -395,8 +341,7 @@ int main(int argc, char** argv) {
     std::printf("  %-15s %7.3f us per call (min %.3f, max %.3f)%s\n", kProbeNames[p], median(us), *lo, *hi,
                 failed[0] || failed[1] ? "  PEER NEVER CAME" : "");
     failures += (failed[0] || failed[1]) ? 1 : 0;
-    if (p >= kExchange && p != kFetch) printSegments(mem, o.calls);
-    if (p == kFetch) printFetch(mem, o.calls);
+    if (p >= kExchange) printSegments(mem, o.calls);
     if (csv) std::fprintf(csv, "%s,%.4f,%.4f,%.4f\n", kProbeNames[p], median(us), *lo, *hi);
   }
   for (cudaStream_t x : s) CHECK_CUDA(cudaStreamDestroy(x));
