@@ -163,16 +163,9 @@ const KernelFn kKernels[kProbes] = {probeKernel<kEmpty>,           probeKernel<k
                                     probeKernel<kExchangeBarrier>, probeKernel<kExchangeConverged>};
 
 void launchProbe(int p, const RankMemory& mine, const RankMemory& peer, int rank, cudaStream_t s) {
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(1);
-  config.blockDim = dim3(32);
-  config.stream = s;
-  cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute[0].val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = attribute;
-  config.numAttrs = 1;
-  CHECK_CUDA(cudaLaunchKernelEx(&config, kKernels[p], mine, peer, rank));
+  RankMemory m = mine, q = peer;
+  void* args[] = {&m, &q, &rank};
+  CHECK_CUDA(symmem::kernels::launchKernel(reinterpret_cast<const void*>(kKernels[p]), 1, 32, true, s, args));
 }
 
 constexpr size_t kSlotsBytes = 3 * 2 * kSlotBytes;

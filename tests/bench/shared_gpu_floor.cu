@@ -98,16 +98,7 @@ __global__ void emptyProgrammaticKernel() {
 }
 
 void launchEmptyProgrammatic(cudaStream_t s) {
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(1);
-  config.blockDim = dim3(32);
-  config.stream = s;
-  cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute[0].val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = attribute;
-  config.numAttrs = 1;
-  cudaLaunchKernelEx(&config, emptyProgrammaticKernel);
+  symmem::kernels::launchKernel(reinterpret_cast<const void*>(emptyProgrammaticKernel), 1, 32, true, s, nullptr);
 }
 
 // Two co-resident blocks pass a flag back and forth `trips` times through global memory.
