@@ -38,20 +38,12 @@
 
 #include "kernels/flag_protocol.cuh"
 #include "kernels/programmatic_launch.h"
+#include "tests/bench/bench_cuda_check.h"
 
 namespace {
 
 using symmem::kernels::kArmedWord;
 namespace dev = symmem::kernels::device;
-
-#define CHECK_CUDA(x)                                                                          \
-  do {                                                                                         \
-    cudaError_t e_ = (x);                                                                      \
-    if (e_ != cudaSuccess) {                                                                   \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                            \
-    }                                                                                          \
-  } while (0)
 
 enum Probe : int {
   kEmpty,
@@ -165,7 +157,7 @@ const KernelFn kKernels[kProbes] = {probeKernel<kEmpty>,           probeKernel<k
 void launchProbe(int p, const RankMemory& mine, const RankMemory& peer, int rank, cudaStream_t s) {
   RankMemory m = mine, q = peer;
   void* args[] = {&m, &q, &rank};
-  CHECK_CUDA(symmem::kernels::launchKernel(reinterpret_cast<const void*>(kKernels[p]), 1, 32, true, s, args));
+  BENCH_CHECK_CUDA(symmem::kernels::launchKernel(reinterpret_cast<const void*>(kKernels[p]), 1, 32, true, s, args));
 }
 
 constexpr size_t kSlotsBytes = 3 * 2 * kSlotBytes;
@@ -186,12 +178,12 @@ struct Memory {
         return p;
       }
       void* p = nullptr;
-      CHECK_CUDA(cudaMalloc(&p, bytes));
+      BENCH_CHECK_CUDA(cudaMalloc(&p, bytes));
       allocations.push_back(p);
       return p;
     };
     if (onePage) {
-      CHECK_CUDA(cudaMalloc(&page, 1 << 20));
+      BENCH_CHECK_CUDA(cudaMalloc(&page, 1 << 20));
       allocations.push_back(page);
     }
     for (RankMemory& m : rank) {
@@ -201,12 +193,12 @@ struct Memory {
       m.out = static_cast<uint4*>(take(kSlotBytes));
       m.failed = static_cast<uint32_t*>(take(256));
       m.trace = static_cast<long long*>(take(kTraceBytes));
-      CHECK_CUDA(cudaMemset(m.round, 0, 256));
-      CHECK_CUDA(cudaMemset(m.failed, 0, 256));
-      CHECK_CUDA(cudaMemset(m.in, 0, kSlotBytes));
+      BENCH_CHECK_CUDA(cudaMemset(m.round, 0, 256));
+      BENCH_CHECK_CUDA(cudaMemset(m.failed, 0, 256));
+      BENCH_CHECK_CUDA(cudaMemset(m.in, 0, kSlotBytes));
       armSlots<<<1, 256>>>(m.slots, kSlotsBytes);
     }
-    CHECK_CUDA(cudaDeviceSynchronize());
+    BENCH_CHECK_CUDA(cudaDeviceSynchronize());
   }
   ~Memory() {
     for (void* p : allocations) cudaFree(p);
@@ -228,31 +220,31 @@ std::vector<double> timeProbe(int p, const Options& o, Memory& mem, cudaStream_t
   cudaGraphExec_t exec[2];
   for (int r = 0; r < 2; ++r) {
     cudaGraph_t g;
-    CHECK_CUDA(cudaStreamBeginCapture(s[r], cudaStreamCaptureModeThreadLocal));
+    BENCH_CHECK_CUDA(cudaStreamBeginCapture(s[r], cudaStreamCaptureModeThreadLocal));
     for (int i = 0; i < o.calls; ++i) launchProbe(p, mem.rank[r], mem.rank[1 - r], r, s[r]);
-    CHECK_CUDA(cudaStreamEndCapture(s[r], &g));
-    CHECK_CUDA(cudaGraphInstantiate(&exec[r], g, 0));
-    CHECK_CUDA(cudaGraphDestroy(g));
+    BENCH_CHECK_CUDA(cudaStreamEndCapture(s[r], &g));
+    BENCH_CHECK_CUDA(cudaGraphInstantiate(&exec[r], g, 0));
+    BENCH_CHECK_CUDA(cudaGraphDestroy(g));
   }
-  for (int r = 0; r < 2; ++r) CHECK_CUDA(cudaGraphLaunch(exec[r], s[r]));  // warm-up
-  CHECK_CUDA(cudaDeviceSynchronize());
+  for (int r = 0; r < 2; ++r) BENCH_CHECK_CUDA(cudaGraphLaunch(exec[r], s[r]));  // warm-up
+  BENCH_CHECK_CUDA(cudaDeviceSynchronize());
   std::vector<double> us;
   for (int k = 0; k < o.repeats; ++k) {
     const auto t0 = std::chrono::steady_clock::now();
     for (int rep = 0; rep < o.replays; ++rep)
-      for (int r = 0; r < 2; ++r) CHECK_CUDA(cudaGraphLaunch(exec[r], s[r]));
-    CHECK_CUDA(cudaDeviceSynchronize());
+      for (int r = 0; r < 2; ++r) BENCH_CHECK_CUDA(cudaGraphLaunch(exec[r], s[r]));
+    BENCH_CHECK_CUDA(cudaDeviceSynchronize());
     us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
                  (static_cast<double>(o.calls) * o.replays));
   }
-  for (cudaGraphExec_t e : exec) CHECK_CUDA(cudaGraphExecDestroy(e));
+  for (cudaGraphExec_t e : exec) BENCH_CHECK_CUDA(cudaGraphExecDestroy(e));
   return us;
 }
 
 // Mean cycles of each segment over the last replay's calls (rank 0), and the SM clock they imply.
 void printSegments(const Memory& mem, int calls) {
   std::vector<long long> t(kTraceCalls * (kMarks + 2));
-  CHECK_CUDA(cudaMemcpy(t.data(), mem.rank[0].trace, kTraceBytes, cudaMemcpyDeviceToHost));
+  BENCH_CHECK_CUDA(cudaMemcpy(t.data(), mem.rank[0].trace, kTraceBytes, cudaMemcpyDeviceToHost));
   double seg[kMarks - 1] = {0, 0, 0, 0};
   double cycles = 0, ns = 0, gap = 0;
   int n = 0, gaps = 0;
@@ -313,7 +305,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   cudaDeviceProp prop{};
-  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  BENCH_CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
   if (prop.major < 9) {
     std::printf("%s: programmatic launch needs capability 9.0\n", prop.name);
     return 0;
@@ -323,13 +315,13 @@ int main(int argc, char** argv) {
   FILE* csv = o.csv.empty() ? nullptr : std::fopen(o.csv.c_str(), "w");
   if (csv) std::fprintf(csv, "probe,median_us,min_us,max_us\n");
   cudaStream_t s[2];
-  for (cudaStream_t& x : s) CHECK_CUDA(cudaStreamCreateWithFlags(&x, cudaStreamNonBlocking));
+  for (cudaStream_t& x : s) BENCH_CHECK_CUDA(cudaStreamCreateWithFlags(&x, cudaStreamNonBlocking));
   int failures = 0;
   for (int p = 0; p < kProbes; ++p) {
     Memory mem(p == kExchangePage);
     std::vector<double> us = timeProbe(p, o, mem, s);
     uint32_t failed[2] = {0, 0};
-    for (int r = 0; r < 2; ++r) CHECK_CUDA(cudaMemcpy(&failed[r], mem.rank[r].failed, 4, cudaMemcpyDeviceToHost));
+    for (int r = 0; r < 2; ++r) BENCH_CHECK_CUDA(cudaMemcpy(&failed[r], mem.rank[r].failed, 4, cudaMemcpyDeviceToHost));
     const auto [lo, hi] = std::minmax_element(us.begin(), us.end());
     std::printf("  %-15s %7.3f us per call (min %.3f, max %.3f)%s\n", kProbeNames[p], median(us), *lo, *hi,
                 failed[0] || failed[1] ? "  PEER NEVER CAME" : "");
@@ -337,7 +329,7 @@ int main(int argc, char** argv) {
     if (p >= kExchange) printSegments(mem, o.calls);
     if (csv) std::fprintf(csv, "%s,%.4f,%.4f,%.4f\n", kProbeNames[p], median(us), *lo, *hi);
   }
-  for (cudaStream_t x : s) CHECK_CUDA(cudaStreamDestroy(x));
+  for (cudaStream_t x : s) BENCH_CHECK_CUDA(cudaStreamDestroy(x));
   if (csv) std::fclose(csv);
   return failures == 0 ? 0 : 1;
 }

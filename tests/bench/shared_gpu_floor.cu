@@ -38,6 +38,7 @@
 #include "kernels/device_view.h"
 #include "kernels/programmatic_launch.h"
 #include "kernels/symmetric_comm.h"
+#include "tests/bench/bench_cuda_check.h"
 #include "tests/gpu/rank_harness.h"
 
 namespace {
@@ -78,15 +79,6 @@ Stat statOf(std::vector<double> v) {
 double usSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
 }
-
-#define CHECK_CUDA(x)                                                                          \
-  do {                                                                                         \
-    cudaError_t e_ = (x);                                                                      \
-    if (e_ != cudaSuccess) {                                                                   \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                            \
-    }                                                                                          \
-  } while (0)
 
 __global__ void emptyKernel() {}
 
@@ -137,45 +129,45 @@ std::vector<double> timeCalls(int n, const Options& o, bool graph, ShmAllGather&
   std::vector<std::vector<double>> host(n, std::vector<double>(o.repeats, 0.0));
   for (int r = 0; r < n; ++r) {
     threads.emplace_back([&, r] {
-      CHECK_CUDA(cudaSetDevice(0));
+      BENCH_CHECK_CUDA(cudaSetDevice(0));
       cudaStream_t s;
-      CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+      BENCH_CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
       cudaEvent_t done[2];
-      for (cudaEvent_t& e : done) CHECK_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+      for (cudaEvent_t& e : done) BENCH_CHECK_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
       cudaGraphExec_t exec = nullptr;
       if (graph) {
         cudaGraph_t g;
-        CHECK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+        BENCH_CHECK_CUDA(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
         for (int i = 0; i < o.calls; ++i) launch(r, s);
-        CHECK_CUDA(cudaStreamEndCapture(s, &g));
-        CHECK_CUDA(cudaGraphInstantiate(&exec, g, 0));
-        CHECK_CUDA(cudaGraphDestroy(g));
-        CHECK_CUDA(cudaGraphLaunch(exec, s));  // warm-up
+        BENCH_CHECK_CUDA(cudaStreamEndCapture(s, &g));
+        BENCH_CHECK_CUDA(cudaGraphInstantiate(&exec, g, 0));
+        BENCH_CHECK_CUDA(cudaGraphDestroy(g));
+        BENCH_CHECK_CUDA(cudaGraphLaunch(exec, s));  // warm-up
       } else {
         for (int i = 0; i < o.calls; ++i) launch(r, s);
       }
-      CHECK_CUDA(cudaStreamSynchronize(s));
+      BENCH_CHECK_CUDA(cudaStreamSynchronize(s));
       for (int k = 0; k < o.repeats; ++k) {
         shm.barrier(r);
         const auto t0 = std::chrono::steady_clock::now();
         for (int rep = 0; rep < o.replays; ++rep) {
           if (graph) {
-            CHECK_CUDA(cudaGraphLaunch(exec, s));
+            BENCH_CHECK_CUDA(cudaGraphLaunch(exec, s));
           } else {
             // Eager: at most two replays' calls in flight per rank (the comment above timeCalls).
-            if (!o.eagerUnbounded && rep >= 2) CHECK_CUDA(cudaEventSynchronize(done[rep % 2]));
+            if (!o.eagerUnbounded && rep >= 2) BENCH_CHECK_CUDA(cudaEventSynchronize(done[rep % 2]));
             for (int i = 0; i < o.calls; ++i) launch(r, s);
-            CHECK_CUDA(cudaEventRecord(done[rep % 2], s));
+            BENCH_CHECK_CUDA(cudaEventRecord(done[rep % 2], s));
           }
           if (rep == 0) host[r][k] = usSince(t0) / o.calls;
         }
-        CHECK_CUDA(cudaStreamSynchronize(s));
+        BENCH_CHECK_CUDA(cudaStreamSynchronize(s));
         mine[r][k] = usSince(t0) / (static_cast<double>(o.calls) * o.replays);
       }
       shm.barrier(r);
-      if (exec) CHECK_CUDA(cudaGraphExecDestroy(exec));
-      for (cudaEvent_t& e : done) CHECK_CUDA(cudaEventDestroy(e));
-      CHECK_CUDA(cudaStreamDestroy(s));
+      if (exec) BENCH_CHECK_CUDA(cudaGraphExecDestroy(exec));
+      for (cudaEvent_t& e : done) BENCH_CHECK_CUDA(cudaEventDestroy(e));
+      BENCH_CHECK_CUDA(cudaStreamDestroy(s));
     });
   }
   for (std::thread& t : threads) t.join();
@@ -192,18 +184,18 @@ std::vector<double> timeCalls(int n, const Options& o, bool graph, ShmAllGather&
 // rank, call after call): the host path without N threads contending for one context.
 template <typename Launch>
 std::vector<double> oneThreadHostUs(int n, const Options& o, Launch&& launch) {
-  CHECK_CUDA(cudaSetDevice(0));
+  BENCH_CHECK_CUDA(cudaSetDevice(0));
   std::vector<cudaStream_t> streams(n);
-  for (auto& s : streams) CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  for (auto& s : streams) BENCH_CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   std::vector<double> us;
   for (int k = 0; k < o.repeats; ++k) {
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < o.calls; ++i)
       for (int r = 0; r < n; ++r) launch(r, streams[r]);
     us.push_back(usSince(t0) / (static_cast<double>(o.calls) * n));
-    for (auto& s : streams) CHECK_CUDA(cudaStreamSynchronize(s));
+    for (auto& s : streams) BENCH_CHECK_CUDA(cudaStreamSynchronize(s));
   }
-  for (auto& s : streams) CHECK_CUDA(cudaStreamDestroy(s));
+  for (auto& s : streams) BENCH_CHECK_CUDA(cudaStreamDestroy(s));
   return us;
 }
 
@@ -232,7 +224,7 @@ void writeTrace(int n, size_t bytes, const std::vector<uint64_t*>& traces, int c
   enum { kEntry, kPrevDone, kRound, kSent, kArrived, kEnd };
   for (int r = 0; r < n; ++r) {
     std::vector<uint64_t> t(static_cast<size_t>(kTraceCalls) * kTraceWords);
-    CHECK_CUDA(cudaMemcpy(t.data(), traces[r], t.size() * sizeof(uint64_t), cudaMemcpyDeviceToHost));
+    BENCH_CHECK_CUDA(cudaMemcpy(t.data(), traces[r], t.size() * sizeof(uint64_t), cudaMemcpyDeviceToHost));
     auto ns = [&](int c, int m) { return static_cast<double>(t[static_cast<size_t>(c) * kTraceWords + m]); };
     auto cyc = [&](int c, int m) {
       return static_cast<double>(t[static_cast<size_t>(c) * kTraceWords + kTraceMarks + m]);
@@ -286,8 +278,8 @@ void ncclOneRank(const Options& o) {
     return;
   }
   float *buf = nullptr, *dst = nullptr;  // out of place: in place at one rank NCCL does nothing at all
-  CHECK_CUDA(cudaMalloc(&buf, 64 << 10));
-  CHECK_CUDA(cudaMalloc(&dst, 64 << 10));
+  BENCH_CHECK_CUDA(cudaMalloc(&buf, 64 << 10));
+  BENCH_CHECK_CUDA(cudaMalloc(&dst, 64 << 10));
   ShmAllGather shm(1, 64);
   for (const bool graph : {true, false}) {
     for (size_t bytes : {size_t{8}, size_t{4096}, size_t{65536}}) {
@@ -297,8 +289,8 @@ void ncclOneRank(const Options& o) {
       emit({1, "nccl-1rank", graph ? "graph" : "eager", false, bytes, statOf(us)}, 0);
     }
   }
-  CHECK_CUDA(cudaFree(buf));
-  CHECK_CUDA(cudaFree(dst));
+  BENCH_CHECK_CUDA(cudaFree(buf));
+  BENCH_CHECK_CUDA(cudaFree(dst));
   ncclCommDestroy(comm);
 }
 
@@ -311,7 +303,7 @@ void symmetric(int n, const Options& o, bool ordered, double emptyGraphUs, doubl
   std::atomic<int> failed{0};
   for (int r = 0; r < n; ++r) {
     setup.emplace_back([&, r] {
-      CHECK_CUDA(cudaSetDevice(0));
+      BENCH_CHECK_CUDA(cudaSetDevice(0));
       SymmetricConfig c;
       c.rank = r;
       c.nRanks = n;
@@ -324,7 +316,7 @@ void symmetric(int n, const Options& o, bool ordered, double emptyGraphUs, doubl
       c.programmaticLaunch = o.programmatic;
       c.costSwitches = o.switches;
       if (!o.trace.empty()) {
-        CHECK_CUDA(cudaMalloc(&traces[r], symmem::kernels::kTraceCalls * symmem::kernels::kTraceWords * 8));
+        BENCH_CHECK_CUDA(cudaMalloc(&traces[r], symmem::kernels::kTraceCalls * symmem::kernels::kTraceWords * 8));
         c.costTrace = traces[r];
       }
       std::string why;
@@ -334,9 +326,9 @@ void symmetric(int n, const Options& o, bool ordered, double emptyGraphUs, doubl
         std::fprintf(stderr, "rank %d: %s\n", r, why.c_str());
         failed += 1;
       }
-      CHECK_CUDA(cudaMalloc(&in[r], 64 << 10));
-      CHECK_CUDA(cudaMalloc(&out[r], 64 << 10));
-      CHECK_CUDA(cudaMemset(in[r], 0, 64 << 10));
+      BENCH_CHECK_CUDA(cudaMalloc(&in[r], 64 << 10));
+      BENCH_CHECK_CUDA(cudaMalloc(&out[r], 64 << 10));
+      BENCH_CHECK_CUDA(cudaMemset(in[r], 0, 64 << 10));
     });
   }
   for (std::thread& t : setup) t.join();
@@ -384,7 +376,7 @@ void symmetric(int n, const Options& o, bool ordered, double emptyGraphUs, doubl
   std::vector<std::thread> teardown;
   for (int r = 0; r < n; ++r)
     teardown.emplace_back([&, r] {
-      CHECK_CUDA(cudaSetDevice(0));
+      BENCH_CHECK_CUDA(cudaSetDevice(0));
       if (comms[r]->deviceStatus() != symmem::kernels::Status::Ok)
         std::fprintf(stderr, "rank %d: %s (waited for rank %d)\n", r,
                      symmem::kernels::statusName(comms[r]->deviceStatus()), comms[r]->waitedRank());
@@ -401,22 +393,22 @@ void symmetric(int n, const Options& o, bool ordered, double emptyGraphUs, doubl
 // and one stream: what the host path of one rank per GPU costs, which the eager rows of ranks sharing
 // one GPU (N threads launching into one context at once) cannot show.
 void hostPath(const Options& o) {
-  CHECK_CUDA(cudaSetDevice(0));
+  BENCH_CHECK_CUDA(cudaSetDevice(0));
   cudaStream_t s;
-  CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  BENCH_CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   cudaEvent_t e;
-  CHECK_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-  CHECK_CUDA(cudaEventRecord(e, s));
+  BENCH_CHECK_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  BENCH_CHECK_CUDA(cudaEventRecord(e, s));
   constexpr int kCalls = 256;
   auto time = [&](const char* name, auto&& call) {
     std::vector<double> us;
     for (int k = 0; k < o.repeats; ++k) {
-      CHECK_CUDA(cudaStreamSynchronize(s));
+      BENCH_CHECK_CUDA(cudaStreamSynchronize(s));
       const auto t0 = std::chrono::steady_clock::now();
       for (int i = 0; i < kCalls; ++i) call();
       us.push_back(usSince(t0) / kCalls);
     }
-    CHECK_CUDA(cudaStreamSynchronize(s));
+    BENCH_CHECK_CUDA(cudaStreamSynchronize(s));
     emit({1, name, "host", false, 0, statOf(us)}, 0);
   };
   time("host:cudaStreamGetCaptureInfo", [&] {
@@ -437,8 +429,8 @@ void hostPath(const Options& o) {
     launchEmptyProgrammatic(s);
     cudaEventRecord(e, s);
   });
-  CHECK_CUDA(cudaEventDestroy(e));
-  CHECK_CUDA(cudaStreamDestroy(s));
+  BENCH_CHECK_CUDA(cudaEventDestroy(e));
+  BENCH_CHECK_CUDA(cudaStreamDestroy(s));
 }
 
 std::vector<int> parseList(const char* text) {
@@ -534,9 +526,9 @@ int main(int argc, char** argv) {
   }
   std::fprintf(gCsv, "ranks,path,mode,ordered,bytes,us_median,us_min,us_max,ratio_to_empty\n");
   cudaDeviceProp prop{};
-  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  BENCH_CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
   int clockKhz = 0;
-  CHECK_CUDA(cudaDeviceGetAttribute(&clockKhz, cudaDevAttrClockRate, 0));
+  BENCH_CHECK_CUDA(cudaDeviceGetAttribute(&clockKhz, cudaDevAttrClockRate, 0));
   gCyclesPerNs = clockKhz > 0 ? clockKhz / 1e6 : 1.0;
   const char* connections = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
   std::printf(
@@ -557,24 +549,24 @@ int main(int argc, char** argv) {
 
   // Floors.
   unsigned* flags = nullptr;
-  CHECK_CUDA(cudaMalloc(&flags, 2 * sizeof(unsigned)));
+  BENCH_CHECK_CUDA(cudaMalloc(&flags, 2 * sizeof(unsigned)));
   std::vector<double> trips;
   for (int k = 0; k < o.repeats; ++k) {
-    CHECK_CUDA(cudaMemset(flags, 0, 2 * sizeof(unsigned)));
+    BENCH_CHECK_CUDA(cudaMemset(flags, 0, 2 * sizeof(unsigned)));
     cudaEvent_t a, b;
-    CHECK_CUDA(cudaEventCreate(&a));
-    CHECK_CUDA(cudaEventCreate(&b));
-    CHECK_CUDA(cudaEventRecord(a));
+    BENCH_CHECK_CUDA(cudaEventCreate(&a));
+    BENCH_CHECK_CUDA(cudaEventCreate(&b));
+    BENCH_CHECK_CUDA(cudaEventRecord(a));
     flagRoundTrips<<<2, 32>>>(flags, 10000);
-    CHECK_CUDA(cudaEventRecord(b));
-    CHECK_CUDA(cudaEventSynchronize(b));
+    BENCH_CHECK_CUDA(cudaEventRecord(b));
+    BENCH_CHECK_CUDA(cudaEventSynchronize(b));
     float ms = 0;
-    CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
+    BENCH_CHECK_CUDA(cudaEventElapsedTime(&ms, a, b));
     trips.push_back(ms * 1000.0 / 10000);
     cudaEventDestroy(a);
     cudaEventDestroy(b);
   }
-  CHECK_CUDA(cudaFree(flags));
+  BENCH_CHECK_CUDA(cudaFree(flags));
   emit({1, "flag-round-trip", "kernel", false, 4, statOf(trips)}, 0);
   if (o.paths.empty()) ncclOneRank(o);
   if (o.eager) hostPath(o);
