@@ -48,6 +48,7 @@ enum CostSwitch : uint32_t {
   kRecordEveryCall = 1u << 1,    // one call-order record node per captured call (symmetric_order.cpp)
   kSeqCstAnnounce = 1u << 2,     // pull: a sequentially consistent system fence before a tile's flags (pull_flags.cuh)
 };
+inline constexpr uint32_t kKnownCostSwitches = kTriggerBeforeWait | kRecordEveryCall | kSeqCstAnnounce;
 
 // Benchmark-only timestamps (SymmetricConfig::costTrace): thread 0 of block 0 of every one-shot push
 // launch stores, for call `round % kTraceCalls`, kTraceMarks %globaltimer values and as many clock64

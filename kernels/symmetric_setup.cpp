@@ -127,6 +127,11 @@ std::string configProblem(const SymmetricConfig& config, bool shapeOk) {
   if (std::string why = symmetricLimitProblem(config.nRanks, config.oneShotMaxBytes, config.twoShotMaxBytes);
       !why.empty())
     return why;
+  if ((config.costSwitches & ~kKnownCostSwitches) != 0u) {
+    char bits[16];
+    std::snprintf(bits, sizeof(bits), "0x%x", config.costSwitches & ~kKnownCostSwitches);
+    return std::string("unknown cost switches ") + bits + " (benchmark-only CostSwitch bits, device_view.h)";
+  }
   if (config.timeoutMs <= 0) return "timeout must be positive";
   return {};
 }
