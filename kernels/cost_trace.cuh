@@ -13,7 +13,7 @@ namespace symmem::kernels::device {
 enum TraceMark : int {
   kMarkEntry = 0,     // the parameters staged, before the programmatic handshake
   kMarkPrevDone = 1,  // the previous kernel on the stream has completed
-  kMarkRound = 2,     // the round record has been read (beginLaunch)
+  kMarkRound = 2,     // the round record has been read (loadRound)
   kMarkSent = 3,      // this thread's stores to every peer are issued
   kMarkArrived = 4,   // every peer's data for this thread's vector has been seen
   kMarkEnd = 5,       // output and round records stored
@@ -23,8 +23,8 @@ static_assert(kMarkEnd + 1 == kTraceMarks, "one word pair per mark");
 struct CostTrace {
   bool on;
   uint64_t* trace;
-  uint64_t ns[kTraceMarks];
-  long long clk[kTraceMarks];
+  uint64_t ns[kTraceMarks] = {};    // marks a launch does not pass (the staged variant's kMarkSent, a
+  long long clk[kTraceMarks] = {};  // wait that timed out) are stored as 0
 
   // `buffer` is DeviceView::trace, taken from the launch's staged plan (allreduce_kernels.cuh).
   __device__ __forceinline__ explicit CostTrace(uint64_t* buffer)

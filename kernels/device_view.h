@@ -28,10 +28,12 @@ enum HostWord : int {
 // One entry per block index, 32 bytes: a block's start reads one sector. (Arrays indexed by block,
 // which coalesce the end-of-launch stores, are 0.15-0.2 us slower per call at 8 B - 16 KiB on 2x
 // H200, docs/kernels.md: four sectors to read on the critical path instead of one.)
-struct BlockControl {
+// Aligned to its size: the one-shot kernels read a record as two 16-byte vectors (loadRound).
+struct alignas(32) BlockControl {
   uint64_t round;                // calls of this algorithm completed on this rank
   uint64_t dirtyBytes[kRounds];  // bytes per slot written in each round buffer, not re-armed yet
 };
+static_assert(sizeof(BlockControl) == 32 && alignof(BlockControl) == 32, "one 32-byte sector per record");
 
 struct DeviceControl {
   BlockControl oneShot[kMaxGrid];
