@@ -160,7 +160,10 @@ __device__ __forceinline__ void oneShotPush(const DeviceView& v, const OneShotPl
       uint4 in[kMaxRanks];
       receiveFromPeers<T, true>(v, bufBase + i * kVecBytes, p.slotBytes, peers, in, d);
       if (d.failed) break;
-      if (i == first) trace.mark(kMarkArrived);
+      if (i == first) {
+        trace.mark(kMarkArrived);
+        trace.notePolls(d.spins);
+      }
       const uint4 own =
           i == first ? firstIn : SentinelPacket::seal<T>(loadVector<T>(send, i * kPer, count, p.inAligned));
       // Sealed like two-shot's reduced chunks: a -0.0 result is +0.0 in both algorithms.

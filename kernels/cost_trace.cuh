@@ -3,7 +3,8 @@
 // Benchmark-only timestamps of one launch (DeviceView::trace, SymmetricConfig::costTrace): thread 0
 // of block 0 notes %globaltimer (comparable across multiprocessors and ranks) and clock64 (this
 // multiprocessor's cycles, finer) at each mark, and stores them at the end of the launch for call
-// round % kTraceCalls. Outside the benchmark `trace` is null and every mark is one uniform branch.
+// round % kTraceCalls, with the number of poll rounds that found the peers' data not there yet.
+// Outside the benchmark `trace` is null and every mark is one uniform branch.
 #include <cstdint>
 
 #include "kernels/device_view.h"
@@ -25,6 +26,7 @@ struct CostTrace {
   uint64_t* trace;
   uint64_t ns[kTraceMarks] = {};    // marks a launch does not pass (the staged variant's kMarkSent, a
   long long clk[kTraceMarks] = {};  // wait that timed out) are stored as 0
+  uint32_t missedPolls = 0;         // poll rounds that found the first vector not yet arrived
 
   // `buffer` is DeviceView::trace, taken from the launch's staged plan (allreduce_kernels.cuh).
   __device__ __forceinline__ explicit CostTrace(uint64_t* buffer)
@@ -38,6 +40,11 @@ struct CostTrace {
     clk[k] = clock64();
   }
 
+  // With kMarkArrived: how many poll rounds found the peers' data not there yet (Deadline::spins).
+  __device__ __forceinline__ void notePolls(uint32_t spins) {
+    if (on) missedPolls = spins;
+  }
+
   __device__ __forceinline__ void store(uint64_t round) const {
     if (!on) return;
     uint64_t* at = trace + (round % kTraceCalls) * kTraceWords;
@@ -46,6 +53,7 @@ struct CostTrace {
       at[k] = ns[k];
       at[kTraceMarks + k] = static_cast<uint64_t>(clk[k]);
     }
+    at[2 * kTraceMarks] = missedPolls;
   }
 };
 

@@ -57,7 +57,7 @@ inline constexpr uint32_t kKnownCostSwitches = kTriggerBeforeWait | kRecordEvery
 // values (cost_trace.cuh names the marks).
 inline constexpr int kTraceCalls = 64;
 inline constexpr int kTraceMarks = 6;
-inline constexpr int kTraceWords = 2 * kTraceMarks;
+inline constexpr int kTraceWords = 2 * kTraceMarks + 1;  // + the unsuccessful poll rounds before kMarkArrived
 
 struct DeviceView {
   int rank;

@@ -233,29 +233,40 @@ void writeTrace(int n, size_t bytes, const std::vector<uint64_t*>& traces, int c
     int first = 0;
     for (int c = 1; c < kTraceCalls; ++c)
       if (ns(c, kEntry) < ns(first, kEntry)) first = c;
-    double sum[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    // The SM clock as this rank's calls saw it: each call's cycles against its own globaltimer span
+    // (clock64 counts per multiprocessor, so only within one call; the attribute's clock is the
+    // highest the GPU may run at, not the one it ran at).
+    double cycles = 0, spanNs = 0;
+    for (int c = 0; c < kTraceCalls; ++c) {
+      cycles += cyc(c, kEnd) - cyc(c, kPrevDone);
+      spanNs += ns(c, kEnd) - ns(c, kPrevDone);
+    }
+    const double perNs = spanNs > 0 && cycles > 0 ? cycles / spanNs : gCyclesPerNs;
+    double sum[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
     int pairs = 0;
     for (int j = 0; j + 1 < kTraceCalls; ++j) {
       const int c = (first + j) % kTraceCalls, d = (first + j + 1) % kTraceCalls;
       sum[0] += ns(d, kPrevDone) - ns(c, kPrevDone);  // period
       sum[1] += ns(d, kPrevDone) - ns(d, kEntry);     // parked in the handshake (launch overlap)
       sum[2] += ns(d, kPrevDone) - ns(c, kEnd);       // end of one call to the next one's start
-      sum[3] += (cyc(d, kRound) - cyc(d, kPrevDone)) / gCyclesPerNs;
-      sum[4] += (cyc(d, kSent) - cyc(d, kRound)) / gCyclesPerNs;
-      sum[5] += (cyc(d, kArrived) - cyc(d, kSent)) / gCyclesPerNs;
-      sum[6] += (cyc(d, kEnd) - cyc(d, kArrived)) / gCyclesPerNs;
+      sum[3] += (cyc(d, kRound) - cyc(d, kPrevDone)) / perNs;
+      sum[4] += (cyc(d, kSent) - cyc(d, kRound)) / perNs;
+      sum[5] += (cyc(d, kArrived) - cyc(d, kSent)) / perNs;
+      sum[6] += (cyc(d, kEnd) - cyc(d, kArrived)) / perNs;
       sum[7] += ns(d, kEnd) - ns(d, kPrevDone);  // the kernel's own part, globaltimer
+      sum[8] += static_cast<double>(t[static_cast<size_t>(d) * kTraceWords + 2 * kTraceMarks]);  // a count
       ++pairs;
     }
-    double m[8];
-    for (int k = 0; k < 8; ++k) m[k] = sum[k] / pairs / 1000.0;
+    double m[9];
+    for (int k = 0; k < 9; ++k) m[k] = sum[k] / pairs / (k < 8 ? 1000.0 : 1.0);  // ns to us; the count as it is
     std::printf(
         "  trace rank %d: period %.3f us = start-to-end %.3f (round record %.3f, send %.3f, wait for peers %.3f, "
-        "reduce+records %.3f) + end-to-next-start %.3f; parked in handshake %.3f\n",
-        r, m[0], m[7], m[3], m[4], m[5], m[6], m[2], m[1]);
+        "reduce+records %.3f) + end-to-next-start %.3f; parked in handshake %.3f; poll rounds that missed %.2f; "
+        "SM clock %.0f MHz\n",
+        r, m[0], m[7], m[3], m[4], m[5], m[6], m[2], m[1], m[8], perNs * 1000);
     if (gTrace)
-      std::fprintf(gTrace, "%d,%zu,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f\n", n, bytes, r, m[0], m[7], m[3], m[4],
-                   m[5], m[6], m[2], m[1]);
+      std::fprintf(gTrace, "%d,%zu,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.3f,%.0f\n", n, bytes, r, m[0], m[7],
+                   m[3], m[4], m[5], m[6], m[2], m[1], m[8], perNs * 1000);
   }
 }
 void emit(const Row& row, double emptyUs) {
@@ -544,7 +555,7 @@ int main(int argc, char** argv) {
     }
     std::fprintf(gTrace,
                  "ranks,bytes,rank,period_us,start_to_end_us,round_record_us,send_us,wait_peers_us,reduce_records_us,"
-                 "end_to_next_start_us,parked_in_handshake_us\n");
+                 "end_to_next_start_us,parked_in_handshake_us,missed_poll_rounds,sm_clock_mhz\n");
   }
 
   // Floors.
