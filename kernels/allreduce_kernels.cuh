@@ -195,6 +195,64 @@ __global__ void __launch_bounds__(kMaxThreads)
 }
 
 // ==================================================================================================
+// One-shot push, small messages. A candidate under measurement (CostSwitch kSmallPush), not yet run
+// on a GPU; off unless the benchmark or a test asks for it.
+// Purpose:      the generic one-shot push path for a message one block holds, with the number of
+//               ranks known at compile time: no grid-stride loops, no staged or pull code, no run-time
+//               peer count; the shape of the protocol probe that measures 1.04 us per call
+//               (tests/bench/fixed_cost_probes.cu), against 1.6-1.8 us for the generic kernel.
+// Requires:     what oneShotAllReduce requires, and one vector per thread of a single block
+//               (vectors <= kMaxThreads), nRanks == N. Shares the one-shot round records, buffers and
+//               rotation with oneShotAllReduce, so calls of either follow each other in any order.
+// Launch shape: launchShape(vectors): one block of 32-512 threads.
+// Size range:   8 B - 8 KiB.
+// ==================================================================================================
+template <typename T, int OP, int N>
+__global__ void __launch_bounds__(kMaxThreads)
+    oneShotSmallPush(const __grid_constant__ DeviceView v, const T* send, T* recv, size_t count) {
+  static_assert(N >= 2 && N <= kMaxRanks, "a communicator of 2 to kMaxRanks ranks");
+  constexpr int kPer = kElemsPerVec<T>;
+  const OneShotPlan p = planOneShot<T>(v, send, recv, count);
+  CostTrace trace(p.trace);
+  trace.mark(kMarkEntry);
+  programmaticHandshake(false);
+  trace.mark(kMarkPrevDone);
+  const T* in = reinterpret_cast<const T*>(p.send);
+  const size_t i = threadIdx.x;
+  const bool mine = i < p.nVec;
+  const RoundRecord record = loadRound(p.records, p.aborted);
+  const uint4 raw = mine ? loadVector<T>(in, i * kPer, p.count, p.inAligned) : uint4{};
+  const RoundState st = record.state();
+  const uint4 x = SentinelPacket::seal<T>(raw);
+  if (!st.aborted) {
+    trace.mark(kMarkRound);
+    const size_t bufOffset = static_cast<size_t>(st.buffer) * p.bufferBytes;
+    if (mine) {
+#pragma unroll
+      for (int q = 0; q < N; ++q)
+        if (q != p.rank) packetAt(p.peerSlot[q] + bufOffset + i * kVecBytes)->write(x);
+    }
+    trace.mark(kMarkSent);
+    rearmSlots(p.ownSlot(st.rearm, 0), p.rank, N, p.slotBytes, st.rearmBytes, i, p.block);
+    if (mine) {
+      Deadline d;
+      uint4 got[kMaxRanks];
+      receiveFromPeers<T, true>(v, p.ownSlot(st.buffer, 0) + i * kVecBytes, p.slotBytes, peerMask(p.rank, N), got, d);
+      if (!d.failed) {
+        trace.mark(kMarkArrived);
+        trace.notePolls(d.spins);
+        storeVector<T>(reinterpret_cast<T*>(p.recv), i * kPer, p.count,
+                       SentinelPacket::seal<T>(reduceInRankOrder<T, OP>(got, x, p.rank, N)), p.outAligned);
+      }
+    }
+  }
+  closeRound(st, p.records, p.gridCap, 1, p.block, paddedBytes(p.count * sizeof(T)));
+  if (st.aborted) return;
+  trace.mark(kMarkEnd);
+  trace.store(st.round);
+}
+
+// ==================================================================================================
 // Two-shot all-reduce.
 // Purpose:      all-reduce of a mid-size message in two pushes: reduce-scatter (rank i pushes chunk j
 //               of its input into its scatter slot in rank j's buffer; rank j reduces its chunk in rank

@@ -43,14 +43,17 @@ struct DeviceControl {
 };
 
 // Benchmark-only forms of the per-call path (SymmetricConfig::costSwitches), each the earlier form of
-// something that was changed to cut the fixed cost, kept so that one binary measures both
-// (tests/bench/shared_gpu_floor.cu, docs/kernels.md "Fixed cost"). Every switch keeps results exact.
+// something that was changed to cut the fixed cost, or a candidate form not yet measured, kept so that
+// one binary measures both (tests/bench/shared_gpu_floor.cu, docs/kernels.md "Fixed cost"). Every
+// switch keeps results exact.
 enum CostSwitch : uint32_t {
   kTriggerBeforeWait = 1u << 0,  // admit the next kernel before waiting for the previous one (programmatic_launch.h)
   kRecordEveryCall = 1u << 1,    // one call-order record node per captured call (symmetric_order.cpp)
   kSeqCstAnnounce = 1u << 2,     // pull: a sequentially consistent system fence before a tile's flags (pull_flags.cuh)
+  kSmallPush = 1u << 3,          // candidate, not yet run on a GPU: one-block one-shot sums on 2, 4 or 8 ranks through
+                                 // oneShotSmallPush (allreduce_kernels.cuh)
 };
-inline constexpr uint32_t kKnownCostSwitches = kTriggerBeforeWait | kRecordEveryCall | kSeqCstAnnounce;
+inline constexpr uint32_t kKnownCostSwitches = kTriggerBeforeWait | kRecordEveryCall | kSeqCstAnnounce | kSmallPush;
 
 // Benchmark-only timestamps (SymmetricConfig::costTrace): thread 0 of block 0 of every one-shot push
 // launch stores, for call `round % kTraceCalls`, kTraceMarks %globaltimer values and as many clock64

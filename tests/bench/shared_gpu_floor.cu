@@ -9,7 +9,7 @@
 //
 //   symmem_floor_bench [--ranks 2,4,8] [--calls 64] [--replays 50] [--repeats 7] [--no-programmatic] [--csv FILE]
 //                      [--paths one-shot-push,...] [--sizes 8,64,...] [--graph-only] [--timeout-ms MS]
-//                      [--switches trigger-before-wait,record-every-call,seq-cst-announce] [--trace FILE]
+//                      [--switches trigger-before-wait,record-every-call,seq-cst-announce,small-push] [--trace FILE]
 //                      [--eager-unbounded]
 //
 // --switches runs the earlier forms of the per-call path (SymmetricConfig::costSwitches), so that one
@@ -502,7 +502,8 @@ int main(int argc, char** argv) {
       o.switchNames = next;
       const std::pair<const char*, uint32_t> known[] = {{"trigger-before-wait", symmem::kernels::kTriggerBeforeWait},
                                                         {"record-every-call", symmem::kernels::kRecordEveryCall},
-                                                        {"seq-cst-announce", symmem::kernels::kSeqCstAnnounce}};
+                                                        {"seq-cst-announce", symmem::kernels::kSeqCstAnnounce},
+                                                        {"small-push", symmem::kernels::kSmallPush}};
       for (const auto& [name, bit] : known)
         if (("," + o.switchNames + ",").find("," + std::string(name) + ",") != std::string::npos) o.switches |= bit;
       ++i;
