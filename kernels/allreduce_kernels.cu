@@ -39,6 +39,8 @@ cudaError_t launchTyped(bool twoShot, const DeviceView& view, const void* send, 
     // The candidate small-message kernel, only where the benchmark or a test asks for it (kSmallPush).
     if ((view.costSwitches & kSmallPush) != 0u && variant == device::kPush && shape.blocks == 1 &&
         vectors <= static_cast<size_t>(shape.threads)) {
+      if ((view.costSwitches & kSmallPushAnyRanks) != 0u)
+        return launchSmall(device::oneShotSmallPush<T, OP, 0>, shape, options, stream, view, send, recv, count);
       if (view.nRanks == 2)
         return launchSmall(device::oneShotSmallPush<T, OP, 2>, shape, options, stream, view, send, recv, count);
       if (view.nRanks == 4)

@@ -202,17 +202,21 @@ __global__ void __launch_bounds__(kMaxThreads)
 //               peer count; the shape of the protocol probe that measures 1.04 us per call
 //               (tests/bench/fixed_cost_probes.cu), against 1.6-1.8 us for the generic kernel.
 // Requires:     what oneShotAllReduce requires, and one vector per thread of a single block
-//               (vectors <= kMaxThreads), nRanks == N. Shares the one-shot round records, buffers and
-//               rotation with oneShotAllReduce, so calls of either follow each other in any order.
+//               (vectors <= kMaxThreads), nRanks == N (N == 0: any rank count, known at run time only,
+//               the measurement of what compile-time ranks are worth, kSmallPushAnyRanks). Shares the
+//               one-shot round records, buffers and rotation with oneShotAllReduce, so calls of either
+//               follow each other in any order.
 // Launch shape: launchShape(vectors): one block of 32-512 threads.
 // Size range:   8 B - 8 KiB.
 // ==================================================================================================
 template <typename T, int OP, int N>
 __global__ void __launch_bounds__(kMaxThreads)
     oneShotSmallPush(const __grid_constant__ DeviceView v, const T* send, T* recv, size_t count) {
-  static_assert(N >= 2 && N <= kMaxRanks, "a communicator of 2 to kMaxRanks ranks");
+  static_assert(N == 0 || (N >= 2 && N <= kMaxRanks), "a communicator of 2 to kMaxRanks ranks, or 0: any");
   constexpr int kPer = kElemsPerVec<T>;
+  constexpr int kPeers = N > 0 ? N : kMaxRanks;  // the unrolled peer loops' bound
   const OneShotPlan p = planOneShot<T>(v, send, recv, count);
+  const int n = N > 0 ? N : p.nRanks;
   CostTrace trace(p.trace);
   trace.mark(kMarkEntry);
   programmaticHandshake(false);
@@ -229,20 +233,20 @@ __global__ void __launch_bounds__(kMaxThreads)
     const size_t bufOffset = static_cast<size_t>(st.buffer) * p.bufferBytes;
     if (mine) {
 #pragma unroll
-      for (int q = 0; q < N; ++q)
-        if (q != p.rank) packetAt(p.peerSlot[q] + bufOffset + i * kVecBytes)->write(x);
+      for (int q = 0; q < kPeers; ++q)
+        if (q < n && q != p.rank) packetAt(p.peerSlot[q] + bufOffset + i * kVecBytes)->write(x);
     }
     trace.mark(kMarkSent);
-    rearmSlots(p.ownSlot(st.rearm, 0), p.rank, N, p.slotBytes, st.rearmBytes, i, p.block);
+    rearmSlots(p.ownSlot(st.rearm, 0), p.rank, n, p.slotBytes, st.rearmBytes, i, p.block);
     if (mine) {
       Deadline d;
       uint4 got[kMaxRanks];
-      receiveFromPeers<T, true>(v, p.ownSlot(st.buffer, 0) + i * kVecBytes, p.slotBytes, peerMask(p.rank, N), got, d);
+      receiveFromPeers<T, true>(v, p.ownSlot(st.buffer, 0) + i * kVecBytes, p.slotBytes, peerMask(p.rank, n), got, d);
       if (!d.failed) {
         trace.mark(kMarkArrived);
         trace.notePolls(d.spins);
         storeVector<T>(reinterpret_cast<T*>(p.recv), i * kPer, p.count,
-                       SentinelPacket::seal<T>(reduceInRankOrder<T, OP>(got, x, p.rank, N)), p.outAligned);
+                       SentinelPacket::seal<T>(reduceInRankOrder<T, OP>(got, x, p.rank, n)), p.outAligned);
       }
     }
   }

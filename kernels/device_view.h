@@ -52,8 +52,11 @@ enum CostSwitch : uint32_t {
   kSeqCstAnnounce = 1u << 2,     // pull: a sequentially consistent system fence before a tile's flags (pull_flags.cuh)
   kSmallPush = 1u << 3,          // candidate, not yet run on a GPU: one-block one-shot sums on 2, 4 or 8 ranks through
                                  // oneShotSmallPush (allreduce_kernels.cuh)
+  kSmallPushAnyRanks = 1u << 4,  // with kSmallPush: the same kernel with the rank count known only at run time, on
+                                 // any rank count (what compile-time ranks are worth)
 };
-inline constexpr uint32_t kKnownCostSwitches = kTriggerBeforeWait | kRecordEveryCall | kSeqCstAnnounce | kSmallPush;
+inline constexpr uint32_t kKnownCostSwitches =
+    kTriggerBeforeWait | kRecordEveryCall | kSeqCstAnnounce | kSmallPush | kSmallPushAnyRanks;
 
 // Benchmark-only timestamps (SymmetricConfig::costTrace): thread 0 of block 0 of every one-shot push
 // launch stores, for call `round % kTraceCalls`, kTraceMarks %globaltimer values and as many clock64

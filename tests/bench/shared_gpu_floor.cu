@@ -9,7 +9,8 @@
 //
 //   symmem_floor_bench [--ranks 2,4,8] [--calls 64] [--replays 50] [--repeats 7] [--no-programmatic] [--csv FILE]
 //                      [--paths one-shot-push,...] [--sizes 8,64,...] [--graph-only] [--timeout-ms MS]
-//                      [--switches trigger-before-wait,record-every-call,seq-cst-announce,small-push] [--trace FILE]
+//                      [--switches trigger-before-wait,record-every-call,seq-cst-announce,small-push,
+//                                 small-push-any-ranks] [--trace FILE]
 //                      [--eager-unbounded]
 //
 // --switches runs the earlier forms of the per-call path (SymmetricConfig::costSwitches), so that one
@@ -212,7 +213,9 @@ FILE* gTrace = nullptr;
 double gCyclesPerNs = 0;  // SM clock, for the clock64 marks
 
 // The marks of the last replay of a one-shot push graph (kTraceCalls calls, round % kTraceCalls each),
-// taken apart per rank: means over the calls that follow another call of the same replay.
+// taken apart per rank: means over the calls that follow another call of the same replay. Call c of
+// every rank is the same round, so the ranks' globaltimer marks compare directly: how far behind the
+// last peer's stores were issued (skew) and how long after them this rank saw the data (visibility).
 void writeTrace(int n, size_t bytes, const std::vector<uint64_t*>& traces, int calls) {
   using symmem::kernels::kTraceCalls;
   using symmem::kernels::kTraceMarks;
@@ -222,10 +225,15 @@ void writeTrace(int n, size_t bytes, const std::vector<uint64_t*>& traces, int c
     return;
   }
   enum { kEntry, kPrevDone, kRound, kSent, kArrived, kEnd };
+  std::vector<std::vector<uint64_t>> all(n, std::vector<uint64_t>(static_cast<size_t>(kTraceCalls) * kTraceWords));
+  for (int r = 0; r < n; ++r)
+    BENCH_CHECK_CUDA(cudaMemcpy(all[r].data(), traces[r], all[r].size() * sizeof(uint64_t), cudaMemcpyDeviceToHost));
+  auto nsOf = [&](int r, int c, int m) {
+    return static_cast<double>(all[r][static_cast<size_t>(c) * kTraceWords + m]);
+  };
   for (int r = 0; r < n; ++r) {
-    std::vector<uint64_t> t(static_cast<size_t>(kTraceCalls) * kTraceWords);
-    BENCH_CHECK_CUDA(cudaMemcpy(t.data(), traces[r], t.size() * sizeof(uint64_t), cudaMemcpyDeviceToHost));
-    auto ns = [&](int c, int m) { return static_cast<double>(t[static_cast<size_t>(c) * kTraceWords + m]); };
+    const std::vector<uint64_t>& t = all[r];
+    auto ns = [&](int c, int m) { return nsOf(r, c, m); };
     auto cyc = [&](int c, int m) {
       return static_cast<double>(t[static_cast<size_t>(c) * kTraceWords + kTraceMarks + m]);
     };
@@ -242,10 +250,14 @@ void writeTrace(int n, size_t bytes, const std::vector<uint64_t*>& traces, int c
       spanNs += ns(c, kEnd) - ns(c, kPrevDone);
     }
     const double perNs = spanNs > 0 && cycles > 0 ? cycles / spanNs : gCyclesPerNs;
-    double sum[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+    constexpr int kSums = 11;
+    double sum[kSums] = {};
     int pairs = 0;
     for (int j = 0; j + 1 < kTraceCalls; ++j) {
       const int c = (first + j) % kTraceCalls, d = (first + j + 1) % kTraceCalls;
+      double lastPeerSent = 0;
+      for (int q = 0; q < n; ++q)
+        if (q != r) lastPeerSent = std::max(lastPeerSent, nsOf(q, d, kSent));
       sum[0] += ns(d, kPrevDone) - ns(c, kPrevDone);  // period
       sum[1] += ns(d, kPrevDone) - ns(d, kEntry);     // parked in the handshake (launch overlap)
       sum[2] += ns(d, kPrevDone) - ns(c, kEnd);       // end of one call to the next one's start
@@ -255,18 +267,20 @@ void writeTrace(int n, size_t bytes, const std::vector<uint64_t*>& traces, int c
       sum[6] += (cyc(d, kEnd) - cyc(d, kArrived)) / perNs;
       sum[7] += ns(d, kEnd) - ns(d, kPrevDone);  // the kernel's own part, globaltimer
       sum[8] += static_cast<double>(t[static_cast<size_t>(d) * kTraceWords + 2 * kTraceMarks]);  // a count
+      sum[9] += lastPeerSent - ns(d, kSent);      // > 0: the last peer issued its stores after mine
+      sum[10] += ns(d, kArrived) - lastPeerSent;  // the last peer's stores issued -> seen here
       ++pairs;
     }
-    double m[9];
-    for (int k = 0; k < 9; ++k) m[k] = sum[k] / pairs / (k < 8 ? 1000.0 : 1.0);  // ns to us; the count as it is
+    double m[kSums];
+    for (int k = 0; k < kSums; ++k) m[k] = sum[k] / pairs / (k == 8 ? 1.0 : 1000.0);  // ns to us; the count as it is
     std::printf(
-        "  trace rank %d: period %.3f us = start-to-end %.3f (round record %.3f, send %.3f, wait for peers %.3f, "
-        "reduce+records %.3f) + end-to-next-start %.3f; parked in handshake %.3f; poll rounds that missed %.2f; "
-        "SM clock %.0f MHz\n",
-        r, m[0], m[7], m[3], m[4], m[5], m[6], m[2], m[1], m[8], perNs * 1000);
+        "  trace rank %d: period %.3f us = start-to-end %.3f (round record %.3f, send %.3f, wait for peers %.3f "
+        "[last peer's stores %.3f later than mine, seen %.3f after them], reduce+records %.3f) + end-to-next-start "
+        "%.3f; parked in handshake %.3f; poll rounds that missed %.2f; SM clock %.0f MHz\n",
+        r, m[0], m[7], m[3], m[4], m[5], m[9], m[10], m[6], m[2], m[1], m[8], perNs * 1000);
     if (gTrace)
-      std::fprintf(gTrace, "%d,%zu,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.3f,%.0f\n", n, bytes, r, m[0], m[7],
-                   m[3], m[4], m[5], m[6], m[2], m[1], m[8], perNs * 1000);
+      std::fprintf(gTrace, "%d,%zu,%d,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.3f,%.0f,%.4f,%.4f\n", n, bytes, r, m[0],
+                   m[7], m[3], m[4], m[5], m[6], m[2], m[1], m[8], perNs * 1000, m[9], m[10]);
   }
 }
 void emit(const Row& row, double emptyUs) {
@@ -298,6 +312,13 @@ void ncclOneRank(const Options& o) {
         ncclAllReduce(buf, dst, bytes / 4, ncclFloat32, ncclSum, comm, s);
       });
       emit({1, "nccl-1rank", graph ? "graph" : "eager", false, bytes, statOf(us)}, 0);
+      // NCCL's enqueue as one thread sees it, beside the symmetric path's host-1-thread rows.
+      if (!graph)
+        emit({1, "nccl-1rank", "host-1-thread", false, bytes,
+              statOf(oneThreadHostUs(
+                  1, o,
+                  [&](int, cudaStream_t s) { ncclAllReduce(buf, dst, bytes / 4, ncclFloat32, ncclSum, comm, s); }))},
+             0);
     }
   }
   BENCH_CHECK_CUDA(cudaFree(buf));
@@ -503,7 +524,8 @@ int main(int argc, char** argv) {
       const std::pair<const char*, uint32_t> known[] = {{"trigger-before-wait", symmem::kernels::kTriggerBeforeWait},
                                                         {"record-every-call", symmem::kernels::kRecordEveryCall},
                                                         {"seq-cst-announce", symmem::kernels::kSeqCstAnnounce},
-                                                        {"small-push", symmem::kernels::kSmallPush}};
+                                                        {"small-push", symmem::kernels::kSmallPush},
+                                                        {"small-push-any-ranks", symmem::kernels::kSmallPushAnyRanks}};
       for (const auto& [name, bit] : known)
         if (("," + o.switchNames + ",").find("," + std::string(name) + ",") != std::string::npos) o.switches |= bit;
       ++i;
@@ -556,7 +578,8 @@ int main(int argc, char** argv) {
     }
     std::fprintf(gTrace,
                  "ranks,bytes,rank,period_us,start_to_end_us,round_record_us,send_us,wait_peers_us,reduce_records_us,"
-                 "end_to_next_start_us,parked_in_handshake_us,missed_poll_rounds,sm_clock_mhz\n");
+                 "end_to_next_start_us,parked_in_handshake_us,missed_poll_rounds,sm_clock_mhz,peer_send_skew_us,"
+                 "peer_visibility_us\n");
   }
 
   // Floors.
