@@ -59,8 +59,8 @@ struct OneShotPlan {
   size_t bufferBytes;         // one round buffer: nRanks slots
   size_t slotBytes;           // layout.oneShotSlotBytes
   BlockControl* records;      // every block index's round record
-  const uint32_t* aborted;
-  uint64_t* trace;  // DeviceView::trace (benchmark only; cost_trace.cuh)
+  WaitContext wait;           // the abort words and the timeout, for the polls
+  uint64_t* trace;            // DeviceView::trace (benchmark only; cost_trace.cuh)
   int rank, nRanks, gridCap;
   unsigned block, grid;  // blockDim.x, gridDim.x
   bool inAligned, outAligned;
@@ -87,7 +87,7 @@ __device__ __forceinline__ OneShotPlan planOneShot(const DeviceView& v, const T*
   p.slotBytes = v.layout.oneShotSlotBytes;
   p.bufferBytes = static_cast<size_t>(v.nRanks) * p.slotBytes;
   p.records = v.control->oneShot;
-  p.aborted = &v.control->aborted;
+  p.wait = waitContextOf(v);
   p.trace = v.trace;
   p.rank = v.rank;
   p.nRanks = v.nRanks;
@@ -112,7 +112,7 @@ __device__ __forceinline__ void oneShotPush(const DeviceView& v, const OneShotPl
   T* recv = reinterpret_cast<T*>(p.recv);
   const size_t count = p.count, nVec = p.nVec, first = p.first(), stride = p.stride();
   // The round record, then the first input vector: both loads in flight before either is used.
-  const RoundRecord record = loadRound(p.records + blockIdx.x, p.aborted);
+  const RoundRecord record = loadRound(p.records + blockIdx.x, p.wait.aborted);
   const uint4 firstRaw = first < nVec ? loadVector<T>(send, first * kPer, count, p.inAligned) : uint4{};
   const RoundState st = record.state();
   const uint4 firstIn = SentinelPacket::seal<T>(firstRaw);
@@ -146,7 +146,7 @@ __device__ __forceinline__ void oneShotPush(const DeviceView& v, const OneShotPl
         }
         for (size_t i = first; i < nVec && !d.failed; i += stride) {
           uint4 seen[kMaxRanks];
-          receiveFromPeers<T, true>(v, bufBase + i * kVecBytes, p.slotBytes, 1u << from, seen, d);
+          receiveFromPeers<T, true>(p.wait, bufBase + i * kVecBytes, p.slotBytes, 1u << from, seen, d);
         }
       }
     }
@@ -158,7 +158,7 @@ __device__ __forceinline__ void oneShotPush(const DeviceView& v, const OneShotPl
     const uint32_t peers = peerMask(p.rank, p.nRanks);
     for (size_t i = first; i < nVec && !d.failed; i += stride) {
       uint4 in[kMaxRanks];
-      receiveFromPeers<T, true>(v, bufBase + i * kVecBytes, p.slotBytes, peers, in, d);
+      receiveFromPeers<T, true>(p.wait, bufBase + i * kVecBytes, p.slotBytes, peers, in, d);
       if (d.failed) break;
       if (i == first) {
         trace.mark(kMarkArrived);
@@ -224,7 +224,7 @@ __global__ void __launch_bounds__(kMaxThreads)
   const T* in = reinterpret_cast<const T*>(p.send);
   const size_t i = threadIdx.x;
   const bool mine = i < p.nVec;
-  const RoundRecord record = loadRound(p.records, p.aborted);
+  const RoundRecord record = loadRound(p.records, p.wait.aborted);
   const uint4 raw = mine ? loadVector<T>(in, i * kPer, p.count, p.inAligned) : uint4{};
   const RoundState st = record.state();
   const uint4 x = SentinelPacket::seal<T>(raw);
@@ -241,7 +241,8 @@ __global__ void __launch_bounds__(kMaxThreads)
     if (mine) {
       Deadline d;
       uint4 got[kMaxRanks];
-      receiveFromPeers<T, true>(v, p.ownSlot(st.buffer, 0) + i * kVecBytes, p.slotBytes, peerMask(p.rank, n), got, d);
+      receiveFromPeers<T, true>(p.wait, p.ownSlot(st.buffer, 0) + i * kVecBytes, p.slotBytes, peerMask(p.rank, n), got,
+                                d);
       if (!d.failed) {
         trace.mark(kMarkArrived);
         trace.notePolls(d.spins);

@@ -33,28 +33,44 @@ struct Deadline {
   bool failed = false;
 };
 
+// What a wait needs in order to give up: the two abort words and the timeout. waitContextOf(v) takes
+// them from the parameters; a launch that stages its plan before the programmatic wait carries them
+// in the plan, so that its polls read no parameter after the wait (param_staging.cuh: the code
+// generator would otherwise read them from the constant bank in the poll loop, on the call's path).
+struct WaitContext {
+  uint32_t* aborted;             // &DeviceControl::aborted
+  volatile uint32_t* errorWord;  // DeviceView::errorWord (mapped host words)
+  uint64_t timeoutNs;
+};
+__device__ __forceinline__ WaitContext waitContextOf(const DeviceView& v) {
+  return WaitContext{&v.control->aborted, v.errorWord, v.timeoutNs};
+}
+
 // Called once per unsuccessful poll round; false once this thread must stop waiting.
-__device__ __forceinline__ bool keepWaiting(Deadline& d, const DeviceView& v, int waitedRank) {
+__device__ __forceinline__ bool keepWaiting(Deadline& d, const WaitContext& w, int waitedRank) {
   if ((++d.spins % kSpinsPerCheck) != 0) return true;
-  volatile uint32_t* aborted = reinterpret_cast<volatile uint32_t*>(&v.control->aborted);
+  volatile uint32_t* aborted = w.aborted;
   if (*aborted != 0) {
     d.failed = true;
     return false;
   }
-  if (v.errorWord[kHostAbort] == 0) {
+  if (w.errorWord[kHostAbort] == 0) {
     const uint64_t now = globalTimerNs();
     if (d.limit == 0) {
-      d.limit = now + v.timeoutNs;
+      d.limit = now + w.timeoutNs;
       return true;
     }
     if (now < d.limit) return true;
-    v.errorWord[kHostWaitedRank] = static_cast<uint32_t>(waitedRank);
+    w.errorWord[kHostWaitedRank] = static_cast<uint32_t>(waitedRank);
     __threadfence_system();
-    v.errorWord[kHostError] = kDevicePeerTimeout;
+    w.errorWord[kHostError] = kDevicePeerTimeout;
   }
   *aborted = 1u;
   d.failed = true;
   return false;
+}
+__device__ __forceinline__ bool keepWaiting(Deadline& d, const DeviceView& v, int waitedRank) {
+  return keepWaiting(d, waitContextOf(v), waitedRank);
 }
 
 // The ranks other than `rank` among 0..n-1, as a mask of ranks to wait for.
@@ -70,7 +86,7 @@ __device__ __forceinline__ uint32_t peerMask(int rank, int n) { return ((1u << n
 // spilling; the two-shot kernels, whose register allocation it changes for the worse (more spills,
 // 0.3-1.2 us slower per call on 1x H200), poll into a separate array.
 template <typename T, bool kIntoResult = false>
-__device__ __forceinline__ void receiveFromPeers(const DeviceView& v, const char* at, size_t slotStride,
+__device__ __forceinline__ void receiveFromPeers(const WaitContext& w, const char* at, size_t slotStride,
                                                  uint32_t pending, uint4 (&in)[kMaxRanks], Deadline& d) {
   while (pending != 0u) {
     uint4 polled[kMaxRanks];
@@ -85,8 +101,13 @@ __device__ __forceinline__ void receiveFromPeers(const DeviceView& v, const char
         pending &= ~(1u << q);
       }
     }
-    if (pending != 0u && !keepWaiting(d, v, __ffs(pending) - 1)) return;
+    if (pending != 0u && !keepWaiting(d, w, __ffs(pending) - 1)) return;
   }
+}
+template <typename T, bool kIntoResult = false>
+__device__ __forceinline__ void receiveFromPeers(const DeviceView& v, const char* at, size_t slotStride,
+                                                 uint32_t pending, uint4 (&in)[kMaxRanks], Deadline& d) {
+  receiveFromPeers<T, kIntoResult>(waitContextOf(v), at, slotStride, pending, in, d);
 }
 
 }  // namespace symmem::kernels::device
