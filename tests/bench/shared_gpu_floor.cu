@@ -8,7 +8,7 @@
 // (tools/bench/plot_floor.py draws it; docs/kernels.md, "Fixed cost").
 //
 //   symmem_floor_bench [--ranks 2,4,8] [--calls 64] [--replays 50] [--repeats 7] [--no-programmatic] [--csv FILE]
-//                      [--paths one-shot-push,...] [--sizes 8,64,...] [--graph-only] [--timeout-ms MS]
+//                      [--paths one-shot-push,...,nccl-1rank] [--sizes 8,64,...] [--graph-only] [--timeout-ms MS]
 //                      [--switches trigger-before-wait,record-every-call,seq-cst-announce,small-push,
 //                                 small-push-any-ranks] [--trace FILE]
 //                      [--eager-unbounded]
@@ -603,7 +603,7 @@ int main(int argc, char** argv) {
   }
   BENCH_CHECK_CUDA(cudaFree(flags));
   emit({1, "flag-round-trip", "kernel", false, 4, statOf(trips)}, 0);
-  if (o.paths.empty()) ncclOneRank(o);
+  if (o.paths.empty() || ("," + o.paths + ",").find(",nccl-1rank,") != std::string::npos) ncclOneRank(o);
   if (o.eager) hostPath(o);
   for (int n : o.ranks) {
     ShmAllGather shm(n, 64);
