@@ -35,19 +35,17 @@ cudaError_t launchTyped(bool twoShot, const DeviceView& view, const void* send, 
   const LaunchShape shape = launchShape(vectors, options.maxBlocks);
   if (twoShot)
     return launchWith(device::twoShotAllReduce<T, OP>, shape, options, stream, view, send, recv, count, variant);
-  if constexpr (OP == device::kSum) {
-    // The candidate small-message kernel, only where the benchmark or a test asks for it (kSmallPush).
-    if ((view.costSwitches & kSmallPush) != 0u && variant == device::kPush && shape.blocks == 1 &&
-        vectors <= static_cast<size_t>(shape.threads)) {
-      if ((view.costSwitches & kSmallPushAnyRanks) != 0u)
-        return launchSmall(device::oneShotSmallPush<T, OP, 0>, shape, options, stream, view, send, recv, count);
-      if (view.nRanks == 2)
-        return launchSmall(device::oneShotSmallPush<T, OP, 2>, shape, options, stream, view, send, recv, count);
-      if (view.nRanks == 4)
-        return launchSmall(device::oneShotSmallPush<T, OP, 4>, shape, options, stream, view, send, recv, count);
-      if (view.nRanks == 8)
-        return launchSmall(device::oneShotSmallPush<T, OP, 8>, shape, options, stream, view, send, recv, count);
-    }
+  switch (smallPushRanks(variant == device::kPush, shape, vectors, view.nRanks, view.costSwitches)) {
+    case 2:
+      return launchSmall(device::oneShotSmallPush<T, OP, 2>, shape, options, stream, view, send, recv, count);
+    case 4:
+      return launchSmall(device::oneShotSmallPush<T, OP, 4>, shape, options, stream, view, send, recv, count);
+    case 8:
+      return launchSmall(device::oneShotSmallPush<T, OP, 8>, shape, options, stream, view, send, recv, count);
+    case 0:
+      return launchSmall(device::oneShotSmallPush<T, OP, 0>, shape, options, stream, view, send, recv, count);
+    default:
+      break;
   }
   return launchWith(device::oneShotAllReduce<T, OP>, shape, options, stream, view, send, recv, count, variant);
 }

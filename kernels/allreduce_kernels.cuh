@@ -204,17 +204,16 @@ __global__ void __launch_bounds__(kMaxThreads)
 }
 
 // ==================================================================================================
-// One-shot push, small messages. A candidate under measurement (CostSwitch kSmallPush), not yet run
-// on a GPU; off unless the benchmark or a test asks for it.
-// Purpose:      the generic one-shot push path for a message one block holds, with the number of
-//               ranks known at compile time: no grid-stride loops, no staged or pull code, no run-time
-//               peer count; the shape of the protocol probe that measures 1.04 us per call
-//               (tests/bench/fixed_cost_probes.cu), against 1.6-1.8 us for the generic kernel.
+// One-shot push, small messages (what every one-block push runs: smallPushRanks, device_view.h).
+// Purpose:      the one-shot push for a message one block holds, at one vector per thread, with the
+//               number of ranks known at compile time (N = 2, 4, 8; N = 0: read at run time): no
+//               grid-stride loops, no staged or pull code, no run-time peer loop bound. 0.1-0.3 us per
+//               call less than the generic kernel on 1x H200 with 2-8 ranks sharing it (docs/kernels.md,
+//               "The small-message kernel"), 10-13 KB of code against 33 KB.
 // Requires:     what oneShotAllReduce requires, and one vector per thread of a single block
-//               (vectors <= kMaxThreads), nRanks == N (N == 0: any rank count, known at run time only,
-//               the measurement of what compile-time ranks are worth, kSmallPushAnyRanks). Shares the
-//               one-shot round records, buffers and rotation with oneShotAllReduce, so calls of either
-//               follow each other in any order.
+//               (vectors <= blockDim.x <= kMaxThreads), nRanks == N where N > 0. Shares the one-shot
+//               round records, buffers and rotation with oneShotAllReduce, so calls of either follow
+//               each other in any order.
 // Launch shape: launchShape(vectors): one block of 32-512 threads.
 // Size range:   8 B - 8 KiB.
 // ==================================================================================================

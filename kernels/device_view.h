@@ -50,13 +50,26 @@ enum CostSwitch : uint32_t {
   kTriggerBeforeWait = 1u << 0,  // admit the next kernel before waiting for the previous one (programmatic_launch.h)
   kRecordEveryCall = 1u << 1,    // one call-order record node per captured call (symmetric_order.cpp)
   kSeqCstAnnounce = 1u << 2,     // pull: a sequentially consistent system fence before a tile's flags (pull_flags.cuh)
-  kSmallPush = 1u << 3,          // candidate, not yet run on a GPU: one-block one-shot sums on 2, 4 or 8 ranks through
-                                 // oneShotSmallPush (allreduce_kernels.cuh)
-  kSmallPushAnyRanks = 1u << 4,  // with kSmallPush: the same kernel with the rank count known only at run time, on
-                                 // any rank count (what compile-time ranks are worth)
+  kGenericOneBlock = 1u << 3,    // one-block pushes through the generic oneShotAllReduce, not oneShotSmallPush
+  kSmallPushAnyRanks = 1u << 4,  // oneShotSmallPush with the rank count known only at run time, on every rank count
+                                 // (what the compile-time instances for 2, 4 and 8 ranks are worth)
 };
 inline constexpr uint32_t kKnownCostSwitches =
-    kTriggerBeforeWait | kRecordEveryCall | kSeqCstAnnounce | kSmallPush | kSmallPushAnyRanks;
+    kTriggerBeforeWait | kRecordEveryCall | kSeqCstAnnounce | kGenericOneBlock | kSmallPushAnyRanks;
+
+// Which one-shot push kernel a launch runs (allreduce_kernels.cu): the small-message kernel
+// oneShotSmallPush<.., N> when one block holds the message at one vector per thread (8 B - 8 KiB),
+// with N the rank count where an instance for it exists (2, 4, 8) and N = 0 (the rank count read at
+// run time) otherwise; kGenericOneShot: the generic oneShotAllReduce (several blocks or several vectors
+// per thread, the pull and staged variants).
+inline constexpr int kGenericOneShot = -1;
+constexpr int smallPushRanks(bool push, const LaunchShape& shape, size_t vectors, int nRanks, uint32_t costSwitches) {
+  if (!push || shape.blocks != 1 || vectors > static_cast<size_t>(shape.threads) ||
+      (costSwitches & kGenericOneBlock) != 0u)
+    return kGenericOneShot;
+  if ((costSwitches & kSmallPushAnyRanks) != 0u) return 0;
+  return nRanks == 2 || nRanks == 4 || nRanks == 8 ? nRanks : 0;
+}
 
 // Benchmark-only timestamps (SymmetricConfig::costTrace): thread 0 of block 0 of every one-shot push
 // launch stores, for call `round % kTraceCalls`, kTraceMarks %globaltimer values and as many clock64

@@ -9,7 +9,7 @@
 //
 //   symmem_floor_bench [--ranks 2,4,8] [--calls 64] [--replays 50] [--repeats 7] [--no-programmatic] [--csv FILE]
 //                      [--paths one-shot-push,...,nccl-1rank] [--sizes 8,64,...] [--graph-only] [--timeout-ms MS]
-//                      [--switches trigger-before-wait,record-every-call,seq-cst-announce,small-push,
+//                      [--switches trigger-before-wait,record-every-call,seq-cst-announce,generic-one-block,
 //                                 small-push-any-ranks] [--trace FILE]
 //                      [--eager-unbounded]
 //
@@ -524,7 +524,7 @@ int main(int argc, char** argv) {
       const std::pair<const char*, uint32_t> known[] = {{"trigger-before-wait", symmem::kernels::kTriggerBeforeWait},
                                                         {"record-every-call", symmem::kernels::kRecordEveryCall},
                                                         {"seq-cst-announce", symmem::kernels::kSeqCstAnnounce},
-                                                        {"small-push", symmem::kernels::kSmallPush},
+                                                        {"generic-one-block", symmem::kernels::kGenericOneBlock},
                                                         {"small-push-any-ranks", symmem::kernels::kSmallPushAnyRanks}};
       for (const auto& [name, bit] : known)
         if (("," + o.switchNames + ",").find("," + std::string(name) + ",") != std::string::npos) o.switches |= bit;

@@ -53,7 +53,9 @@ bool lightRun() {
 // SYMMEM_GPU_TESTS_COST_SWITCHES=N: every communicator of these tests runs with CostSwitch bits N
 // (device_view.h), the earlier forms of the per-call path, to watch a test go red without a fix
 // (1: the next kernel admitted before the wait, which LongGraphsThenEagerCallsOnOneCommunicator
-// catches at 3 or more ranks sharing one GPU).
+// catches at 3 or more ranks sharing one GPU), or the other kernel for the same calls (8: one-block
+// pushes through the generic one-shot kernel; 16: the small-message kernel with the rank count read
+// at run time on every rank count).
 uint32_t costSwitchesAsked() {
   const char* v = std::getenv("SYMMEM_GPU_TESTS_COST_SWITCHES");
   return v == nullptr ? 0u : static_cast<uint32_t>(std::strtoul(v, nullptr, 0));

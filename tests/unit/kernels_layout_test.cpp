@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/decision.h"
+#include "kernels/device_view.h"
 #include "kernels/symmetric_comm.h"
 #include "kernels/symmetric_layout.h"
 
@@ -254,6 +255,30 @@ TEST(KernelsLayout, LaunchShape) {
     EXPECT_GE(s.blocks, 1);
     EXPECT_LE(s.blocks, kDefaultMaxBlocks);
   }
+}
+
+// The small-message kernel takes exactly the pushes one block holds at one vector per thread.
+TEST(KernelsLayout, SmallPushTakesOneBlockPushesOnly) {
+  auto pick = [](bool push, size_t vectors, int maxBlocks, int n, uint32_t switches = 0) {
+    return smallPushRanks(push, launchShape(vectors, maxBlocks), vectors, n, switches);
+  };
+  EXPECT_EQ(pick(true, 1, kDefaultMaxBlocks, 2), 2);
+  EXPECT_EQ(pick(true, 512, kDefaultMaxBlocks, 4), 4);
+  EXPECT_EQ(pick(true, 33, kDefaultMaxBlocks, 8), 8);
+  for (int n : {3, 5, 6, 7}) EXPECT_EQ(pick(true, 100, kDefaultMaxBlocks, n), 0) << n;  // rank count at run time
+  EXPECT_EQ(pick(true, 513, kDefaultMaxBlocks, 2), kGenericOneShot);                    // two blocks
+  EXPECT_EQ(pick(true, 513, 1, 2), kGenericOneShot);                 // one block, two vectors per thread
+  EXPECT_EQ(pick(false, 1, kDefaultMaxBlocks, 2), kGenericOneShot);  // pull, staged
+  EXPECT_EQ(pick(true, 1, kDefaultMaxBlocks, 2, kGenericOneBlock), kGenericOneShot);
+  EXPECT_EQ(pick(true, 1, kDefaultMaxBlocks, 2, kSmallPushAnyRanks), 0);
+  for (size_t v = 1; v <= 2048; v += 7)
+    for (int blocks : {1, 4, kMaxGrid}) {
+      const LaunchShape shape = launchShape(v, blocks);
+      if (smallPushRanks(true, shape, v, 2, 0) != kGenericOneShot) {
+        EXPECT_EQ(shape.blocks, 1);
+        EXPECT_LE(v, static_cast<size_t>(shape.threads));
+      }
+    }
 }
 
 TEST(KernelsLayout, SupportIsExactlyTwelveCombinations) {
