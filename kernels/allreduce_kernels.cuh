@@ -96,16 +96,7 @@ __device__ __forceinline__ OneShotPlan planOneShot(const DeviceView& v, const T*
   p.grid = gridDim.x;
   p.inAligned = isVecAligned(send);
   p.outAligned = isVecAligned(recv);
-  const OneShotPlan s = stageThroughShared(p);
-  // Global memory all (the caller's buffers: a launch has count > 0; the symmetric buffer, the control
-  // block): global loads and stores, not generic ones (the peers' slots and the polls use .global
-  // instructions already, flag_protocol.cuh; the trace pointer may be null).
-  assumeGlobal(s.send);
-  assumeGlobal(s.recv);
-  assumeGlobal(s.ownSlots);
-  assumeGlobal(s.records);
-  assumeGlobal(s.wait.aborted);
-  return s;
+  return stageThroughShared(p);
 }
 
 // Push and staged. Staged sends to one peer per step: at step k (1..n-1) peer rank+k, then waits for

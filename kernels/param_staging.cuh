@@ -18,15 +18,6 @@
 // nothing on a parked launch, and one store, barrier and load (about 0.05 us) on one that is not.
 namespace symmem::kernels::device {
 
-// A pointer that came back from shared memory is a generic one to the code generator, so the accesses
-// through it compile to generic loads and stores (LD/ST), not global ones (LDG/STG) as they would
-// through a parameter. assumeGlobal(p) tells it that p points into global memory (device memory,
-// mapped host memory): only for pointers that always do, never null, never shared or local memory.
-template <typename T>
-__device__ __forceinline__ void assumeGlobal(const T* p) {
-  __builtin_assume(__isGlobal(p));
-}
-
 template <typename Plan>
 __device__ __forceinline__ Plan stageThroughShared(const Plan& plan) {
   __shared__ Plan staged;
