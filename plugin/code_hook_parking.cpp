@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 
@@ -262,13 +263,29 @@ ssize_t readTaskFile(pid_t tid, const char* leaf, char* buf, size_t size) {
 
 enum class Seen { Running, InSystemCall, Gone };
 
-// In a system call: its user code resumes after a syscall instruction, and none is among the moved
-// bytes. A zombie, or a thread whose directory is gone, has nothing left to run.
+// Whether the park signal is blocked in thread tid (its /proc status SigBlk mask); unknown: blocked.
+bool parkSignalBlocked(pid_t tid) {
+  char status[4096];
+  const ssize_t n = readTaskFile(tid, "status", status, sizeof(status));
+  const char* line = n > 0 ? std::strstr(status, "\nSigBlk:") : nullptr;
+  if (line == nullptr) return true;
+  char* end = nullptr;
+  const unsigned long long mask = std::strtoull(line + 8, &end, 16);
+  if (end == line + 8) return true;
+  return ((mask >> (kParkSignal - 1)) & 1ull) != 0;
+}
+
+// In a system call with the park signal blocked: its user code resumes after a syscall instruction,
+// and none is among the moved bytes. With the signal not blocked it is still waited for: the signal
+// interrupts the call and the handler parks it, and the thread may be in a system call inside another
+// signal's handler whose saved context lies in the moved bytes, which only the park handler sees and
+// moves (a thread counted as outside the bytes there would resume inside the new jump). A zombie, or
+// a thread whose directory is gone, has nothing left to run.
 Seen look(pid_t tid) {
   char buf[256];
   const ssize_t n = readTaskFile(tid, "syscall", buf, sizeof(buf));
   if (n < 0 && errno == ENOENT) return Seen::Gone;
-  if (n > 0 && buf[0] >= '0' && buf[0] <= '9') return Seen::InSystemCall;
+  if (n > 0 && buf[0] >= '0' && buf[0] <= '9' && parkSignalBlocked(tid)) return Seen::InSystemCall;
   char stat[512];
   const ssize_t m = readTaskFile(tid, "stat", stat, sizeof(stat));
   if (m < 0) return errno == ENOENT ? Seen::Gone : Seen::Running;
