@@ -73,8 +73,11 @@ struct OneShotPlan {
   __device__ __forceinline__ size_t stride() const { return static_cast<size_t>(grid) * block; }
 };
 
+// The plan as computed from the parameters (makeOneShotPlan), and the plan every launch uses: the
+// same, handed through shared memory (planOneShot; param_staging.cuh says why). The unstaged form is
+// for the fixed-cost probes, which measure what the staging is worth.
 template <typename T>
-__device__ __forceinline__ OneShotPlan planOneShot(const DeviceView& v, const T* send, T* recv, size_t count) {
+__device__ __forceinline__ OneShotPlan makeOneShotPlan(const DeviceView& v, const T* send, T* recv, size_t count) {
   OneShotPlan p;
   p.send = reinterpret_cast<const char*>(send);
   p.recv = reinterpret_cast<char*>(recv);
@@ -96,7 +99,11 @@ __device__ __forceinline__ OneShotPlan planOneShot(const DeviceView& v, const T*
   p.grid = gridDim.x;
   p.inAligned = isVecAligned(send);
   p.outAligned = isVecAligned(recv);
-  return stageThroughShared(p);
+  return p;
+}
+template <typename T>
+__device__ __forceinline__ OneShotPlan planOneShot(const DeviceView& v, const T* send, T* recv, size_t count) {
+  return stageThroughShared(makeOneShotPlan<T>(v, send, recv, count));
 }
 
 // Push and staged. Staged sends to one peer per step: at step k (1..n-1) peer rank+k, then waits for
@@ -240,8 +247,8 @@ __global__ void __launch_bounds__(kMaxThreads)
     if (mine) {
       Deadline d;
       uint4 got[kMaxRanks];
-      receiveFromPeers<T, true>(p.wait, p.ownSlot(st.buffer, 0) + i * kVecBytes, p.slotBytes, peerMask(p.rank, n), got,
-                                d);
+      receiveFromPeers<T, true, kPeers>(p.wait, p.ownSlot(st.buffer, 0) + i * kVecBytes, p.slotBytes,
+                                        peerMask(p.rank, n), got, d);
       if (!d.failed) {
         trace.mark(kMarkArrived);
         trace.notePolls(d.spins);

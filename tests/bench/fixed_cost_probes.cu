@@ -21,8 +21,29 @@
 //                      converged until the barrier; only thread 0 stores)
 //
 // The exchange probes note clock64 at five marks of every call (thread 0) and report the mean
-// cycles of each segment and the SM clock seen. A benchmark, not a test: medians of `repeats` with
-// min and max (docs/kernels.md, "Fixed cost").
+// cycles of each segment and the SM clock seen.
+//
+// Then the same shape on memory laid out as a communicator's (one buffer per rank of the layout the
+// floor bench's communicators have, a DeviceControl, the mapped error words) and the all-reduce
+// kernels' own pieces, 8 bytes per call: a ladder from the probe to oneShotSmallPush, each rung
+// adding one piece (cumulative), then the kernel itself:
+//
+//   ladder-base      exchange on the communicator's memory: round word, slots, input and output
+//                    where the kernel has them, everything read from the parameters after the wait
+//   ladder-plan      + the launch's plan computed and staged through shared memory before the wait
+//                    (planOneShot, param_staging.cuh)
+//   ladder-records   + the 32-byte round record and the abort word read together with the input
+//                    (loadRound), the slots of the previous round re-armed as recorded (rearmSlots),
+//                    the block's meeting and the records of the grid cap advanced (closeRound)
+//   ladder-receive   + the kernels' bounded wait (receiveFromPeers with its WaitContext, bounded at 2
+//                    ranks at compile time as oneShotSmallPush<.., 2> has it)
+//   small-kernel     oneShotSmallPush<float, sum, 2> itself
+//   small-kernel-one-page  the same with both ranks' buffers, control blocks, inputs and outputs in
+//                    one allocation (what address translation adds on the communicator's memory)
+//   small-kernel-trace     the same with its cost trace on (cost_trace.cuh): the kernel's own
+//                    segments in this harness, beside the floor bench's
+//
+// A benchmark, not a test: medians of `repeats` with min and max (docs/kernels.md, "Fixed cost").
 //
 //   symmem_fixed_cost_probes [--calls 64] [--replays 50] [--repeats 7] [--csv FILE]
 #include <cuda_runtime.h>
@@ -36,8 +57,11 @@
 #include <string>
 #include <vector>
 
+#include "kernels/allreduce_kernels.cuh"
+#include "kernels/device_view.h"
 #include "kernels/flag_protocol.cuh"
 #include "kernels/programmatic_launch.h"
+#include "kernels/symmetric_layout.h"
 #include "tests/bench/bench_cuda_check.h"
 
 namespace {
@@ -205,6 +229,219 @@ struct Memory {
   }
 };
 
+// ---- The ladder: the probe's exchange on a communicator's memory, the kernels' pieces one by one ----
+
+using symmem::kernels::DeviceView;
+
+enum LadderPiece : int { kLadderPlan = 1, kLadderRecords = 2, kLadderReceive = 4 };
+
+// Two ranks, one vector per thread of one block (8 B - 8 KiB), fp32 sum; Pieces says which of the
+// kernels' own pieces replace the probe's (the rungs in the header comment).
+template <int Pieces>
+__global__ void __launch_bounds__(symmem::kernels::kMaxThreads)
+    ladderKernel(const __grid_constant__ DeviceView v, const float* send, float* recv, size_t count) {
+  constexpr bool kPlan = (Pieces & kLadderPlan) != 0;
+  constexpr bool kRecords = (Pieces & kLadderRecords) != 0;
+  constexpr bool kReceive = (Pieces & kLadderReceive) != 0;
+  dev::OneShotPlan p{};
+  if constexpr (kPlan) p = dev::planOneShot<float>(v, send, recv, count);
+  dev::programmaticHandshake(false);
+  if constexpr (!kPlan) p = dev::makeOneShotPlan<float>(v, send, recv, count);
+  const size_t i = threadIdx.x;
+  const bool mine = i < p.nVec;
+  dev::RoundState st{};
+  uint4 raw{};
+  if constexpr (kRecords) {
+    const dev::RoundRecord record = dev::loadRound(p.records, p.wait.aborted);
+    raw = mine ? dev::loadVector<float>(reinterpret_cast<const float*>(p.send), i * 4, p.count, p.inAligned) : uint4{};
+    st = record.state();
+  } else {
+    st.round = p.records[0].round;
+    raw = mine ? dev::loadVector<float>(reinterpret_cast<const float*>(p.send), i * 4, p.count, p.inAligned) : uint4{};
+    st.buffer = symmem::kernels::roundBuffer(st.round);
+    st.rearm = symmem::kernels::rearmBuffer(st.round);
+    st.rearmBytes = symmem::kernels::kVecBytes;
+  }
+  const uint4 x = dev::SentinelPacket::seal<float>(raw);
+  const size_t bufOffset = static_cast<size_t>(st.buffer) * p.bufferBytes;
+  if (mine) {
+#pragma unroll
+    for (int q = 0; q < 2; ++q)
+      if (q != p.rank) dev::packetAt(p.peerSlot[q] + bufOffset + i * 16)->write(x);
+  }
+  const int other = 1 - p.rank;
+  if constexpr (kRecords)
+    dev::rearmSlots(p.ownSlot(st.rearm, 0), p.rank, 2, p.slotBytes, st.rearmBytes, i, p.block);
+  else if (mine)
+    dev::packetAt(p.ownSlot(st.rearm, other) + i * 16)->arm();
+  if (mine) {
+    uint4 got[symmem::kernels::kMaxRanks] = {};
+    bool ok = true;
+    if constexpr (kReceive) {
+      dev::Deadline d;
+      dev::receiveFromPeers<float, true, 2>(p.wait, p.ownSlot(st.buffer, 0) + i * 16, p.slotBytes,
+                                            dev::peerMask(p.rank, 2), got, d);
+      ok = !d.failed;
+    } else {
+      const dev::SentinelPacket* slot = dev::packetAt(p.ownSlot(st.buffer, other) + i * 16);
+      const uint64_t start = nowNs();
+      uint32_t spins = 0;
+      got[other] = slot->poll();
+      while (!dev::SentinelPacket::arrived<float>(got[other])) {
+        if ((++spins & 1023u) == 0 && nowNs() - start > kGiveUpNs) {
+          *p.wait.aborted = 1;
+          ok = false;
+          break;
+        }
+        got[other] = slot->poll();
+      }
+    }
+    if (ok)
+      dev::storeVector<float>(
+          reinterpret_cast<float*>(p.recv), i * 4, p.count,
+          dev::SentinelPacket::seal<float>(dev::reduceInRankOrder<float, dev::kSum>(got, x, p.rank, 2)), p.outAligned);
+  }
+  if constexpr (kRecords)
+    dev::closeRound(st, p.records, p.gridCap, 1, p.block, symmem::kernels::paddedBytes(p.count * sizeof(float)));
+  else if (threadIdx.x == 0)
+    p.records[0].round = st.round + 1;
+}
+
+// Both ranks' memory as two communicators of the floor bench have it (its layout: one-shot and
+// two-shot up to 64 KiB; grid cap 4), in separate allocations or carved from one.
+struct CommMemory {
+  DeviceView view[2];
+  float* in[2];
+  float* out[2];
+  std::vector<void*> device;
+  std::vector<void*> host;
+
+  CommMemory(bool onePage, bool trace) {
+    const symmem::kernels::SymmetricLayout layout = symmem::kernels::makeLayout(2, 64 << 10, 64 << 10);
+    const size_t controlBytes = sizeof(symmem::kernels::DeviceControl);
+    const size_t traceBytes = symmem::kernels::kTraceCalls * symmem::kernels::kTraceWords * sizeof(uint64_t);
+    char* page = nullptr;
+    size_t used = 0;
+    auto take = [&](size_t bytes) -> void* {
+      void* p = nullptr;
+      if (onePage) {
+        p = page + used;
+        used += (bytes + 255) / 256 * 256;
+      } else {
+        BENCH_CHECK_CUDA(cudaMalloc(&p, bytes));
+        device.push_back(p);
+      }
+      BENCH_CHECK_CUDA(cudaMemset(p, 0, bytes));
+      return p;
+    };
+    if (onePage) {
+      BENCH_CHECK_CUDA(cudaMalloc(&page, 2 * (layout.totalBytes + controlBytes + traceBytes + (256 << 10))));
+      device.push_back(page);
+    }
+    for (int r = 0; r < 2; ++r) {
+      DeviceView& v = view[r];
+      v = DeviceView{};
+      v.rank = r;
+      v.nRanks = 2;
+      v.layout = layout;
+      v.local = static_cast<char*>(take(layout.totalBytes));
+      armSlots<<<1, 256>>>(v.local + layout.oneShotOffset, layout.scatterOffset - layout.oneShotOffset);
+      v.control = static_cast<symmem::kernels::DeviceControl*>(take(controlBytes));
+      void* words = nullptr;
+      BENCH_CHECK_CUDA(cudaHostAlloc(&words, symmem::kernels::kHostWords * sizeof(uint32_t), cudaHostAllocMapped));
+      std::memset(words, 0, symmem::kernels::kHostWords * sizeof(uint32_t));
+      host.push_back(words);
+      void* mapped = nullptr;
+      BENCH_CHECK_CUDA(cudaHostGetDevicePointer(&mapped, words, 0));
+      v.errorWord = static_cast<volatile uint32_t*>(mapped);
+      v.timeoutNs = kGiveUpNs;
+      v.gridCap = 4;
+      v.trace = trace ? static_cast<uint64_t*>(take(traceBytes)) : nullptr;
+      in[r] = static_cast<float*>(take(64 << 10));
+      out[r] = static_cast<float*>(take(64 << 10));
+    }
+    for (int r = 0; r < 2; ++r)
+      for (int q = 0; q < 2; ++q) view[r].peer[q] = view[q].local;
+    BENCH_CHECK_CUDA(cudaDeviceSynchronize());
+  }
+  ~CommMemory() {
+    for (void* p : device) cudaFree(p);
+    for (void* p : host) cudaFreeHost(p);
+  }
+  // Whether a rank's wait gave up (the probe's own or the kernels' bounded wait).
+  bool failed() const {
+    for (const DeviceView& v : view) {
+      uint32_t aborted = 0;
+      BENCH_CHECK_CUDA(cudaMemcpy(&aborted, &v.control->aborted, 4, cudaMemcpyDeviceToHost));
+      if (aborted != 0) return true;
+    }
+    return false;
+  }
+};
+
+enum CommProbe : int {
+  kLadderBase,
+  kLadderPlanned,
+  kLadderRecorded,
+  kLadderReceived,
+  kSmallKernel,
+  kSmallKernelOnePage,
+  kSmallKernelTrace,
+  kCommProbes
+};
+const char* const kCommProbeNames[kCommProbes] = {"ladder-base",       "ladder-plan",  "ladder-records",
+                                                  "ladder-receive",    "small-kernel", "small-kernel-one-page",
+                                                  "small-kernel-trace"};
+const void* commKernel(int p) {
+  switch (p) {
+    case kLadderBase:
+      return reinterpret_cast<const void*>(ladderKernel<0>);
+    case kLadderPlanned:
+      return reinterpret_cast<const void*>(ladderKernel<kLadderPlan>);
+    case kLadderRecorded:
+      return reinterpret_cast<const void*>(ladderKernel<kLadderPlan | kLadderRecords>);
+    case kLadderReceived:
+      return reinterpret_cast<const void*>(ladderKernel<kLadderPlan | kLadderRecords | kLadderReceive>);
+    default:
+      return reinterpret_cast<const void*>(dev::oneShotSmallPush<float, dev::kSum, 2>);
+  }
+}
+
+// Means over the last replay's calls of the small kernel's trace (64 calls, one per trace entry):
+// its segments per rank, and how long after the peer issued its stores this rank saw them.
+void printKernelTrace(const CommMemory& mem) {
+  using symmem::kernels::kTraceCalls;
+  using symmem::kernels::kTraceMarks;
+  using symmem::kernels::kTraceWords;
+  std::vector<uint64_t> t[2];
+  for (int r = 0; r < 2; ++r) {
+    t[r].resize(static_cast<size_t>(kTraceCalls) * kTraceWords);
+    BENCH_CHECK_CUDA(
+        cudaMemcpy(t[r].data(), mem.view[r].trace, t[r].size() * sizeof(uint64_t), cudaMemcpyDeviceToHost));
+  }
+  auto ns = [&](int r, int c, int m) { return static_cast<double>(t[r][static_cast<size_t>(c) * kTraceWords + m]); };
+  auto clk = [&](int r, int c, int m) { return ns(r, c, kTraceMarks + m); };
+  for (int r = 0; r < 2; ++r) {
+    double seg[4] = {0, 0, 0, 0}, cycles = 0, span = 0, gap = 0, seen = 0, missed = 0;
+    for (int c = 0; c < kTraceCalls; ++c) {
+      for (int k = 0; k < 4; ++k) seg[k] += clk(r, c, k + 2) - clk(r, c, k + 1);
+      cycles += clk(r, c, dev::kMarkEnd) - clk(r, c, dev::kMarkPrevDone);
+      span += ns(r, c, dev::kMarkEnd) - ns(r, c, dev::kMarkPrevDone);
+      if (c + 1 < kTraceCalls) gap += ns(r, c + 1, dev::kMarkPrevDone) - ns(r, c, dev::kMarkEnd);
+      seen += ns(r, c, dev::kMarkArrived) - ns(1 - r, c, dev::kMarkSent);
+      missed += static_cast<double>(t[r][static_cast<size_t>(c) * kTraceWords + 2 * kTraceMarks]);
+    }
+    const double perUs = span > 0 ? cycles / span * 1000 : 1;  // cycles per us
+    const double n = kTraceCalls;
+    std::printf(
+        "    rank %d, us: round record %.3f, stores issued %.3f, peer's data seen %.3f, output+records %.3f; "
+        "end to the next call past its wait %.3f; the peer's stores seen here %.3f us after they were issued; "
+        "missed poll rounds %.2f; SM clock %.0f MHz\n",
+        r, seg[0] / n / perUs, seg[1] / n / perUs, seg[2] / n / perUs, seg[3] / n / perUs, gap / (n - 1) / 1000,
+        seen / n / 1000, missed / n, perUs);
+  }
+}
+
 struct Options {
   int calls = kTraceCalls, replays = 50, repeats = 7;
   std::string csv;
@@ -215,13 +452,15 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// Per-call microseconds (median, min, max over repeats) of probe p, both ranks' graphs replayed at once.
-std::vector<double> timeProbe(int p, const Options& o, Memory& mem, cudaStream_t s[2]) {
+// Per-call microseconds over repeats of launch(rank, stream) `calls` times per rank in one graph per
+// rank, both ranks' graphs replayed at once.
+template <typename Launch>
+std::vector<double> timeGraphs(const Options& o, Launch&& launch, cudaStream_t s[2]) {
   cudaGraphExec_t exec[2];
   for (int r = 0; r < 2; ++r) {
     cudaGraph_t g;
     BENCH_CHECK_CUDA(cudaStreamBeginCapture(s[r], cudaStreamCaptureModeThreadLocal));
-    for (int i = 0; i < o.calls; ++i) launchProbe(p, mem.rank[r], mem.rank[1 - r], r, s[r]);
+    for (int i = 0; i < o.calls; ++i) launch(r, s[r]);
     BENCH_CHECK_CUDA(cudaStreamEndCapture(s[r], &g));
     BENCH_CHECK_CUDA(cudaGraphInstantiate(&exec[r], g, 0));
     BENCH_CHECK_CUDA(cudaGraphDestroy(g));
@@ -319,7 +558,8 @@ int main(int argc, char** argv) {
   int failures = 0;
   for (int p = 0; p < kProbes; ++p) {
     Memory mem(p == kExchangePage);
-    std::vector<double> us = timeProbe(p, o, mem, s);
+    std::vector<double> us = timeGraphs(
+        o, [&](int r, cudaStream_t st) { launchProbe(p, mem.rank[r], mem.rank[1 - r], r, st); }, s);
     uint32_t failed[2] = {0, 0};
     for (int r = 0; r < 2; ++r) BENCH_CHECK_CUDA(cudaMemcpy(&failed[r], mem.rank[r].failed, 4, cudaMemcpyDeviceToHost));
     const auto [lo, hi] = std::minmax_element(us.begin(), us.end());
@@ -328,6 +568,29 @@ int main(int argc, char** argv) {
     failures += (failed[0] || failed[1]) ? 1 : 0;
     if (p >= kExchange) printSegments(mem, o.calls);
     if (csv) std::fprintf(csv, "%s,%.4f,%.4f,%.4f\n", kProbeNames[p], median(us), *lo, *hi);
+  }
+  std::printf("on a communicator's memory, 8 B per call:\n");
+  for (int p = 0; p < kCommProbes; ++p) {
+    CommMemory mem(p == kSmallKernelOnePage, p == kSmallKernelTrace);
+    const void* kernel = commKernel(p);
+    std::vector<double> us = timeGraphs(
+        o,
+        [&](int r, cudaStream_t st) {
+          DeviceView v = mem.view[r];
+          const float* send = mem.in[r];
+          float* recv = mem.out[r];
+          size_t count = 2;
+          void* args[] = {&v, &send, &recv, &count};
+          BENCH_CHECK_CUDA(symmem::kernels::launchKernel(kernel, 1, 32, true, st, args));
+        },
+        s);
+    const bool failed = mem.failed();
+    const auto [lo, hi] = std::minmax_element(us.begin(), us.end());
+    std::printf("  %-22s %7.3f us per call (min %.3f, max %.3f)%s\n", kCommProbeNames[p], median(us), *lo, *hi,
+                failed ? "  PEER NEVER CAME" : "");
+    failures += failed ? 1 : 0;
+    if (p == kSmallKernelTrace && o.calls == symmem::kernels::kTraceCalls) printKernelTrace(mem);
+    if (csv) std::fprintf(csv, "%s,%.4f,%.4f,%.4f\n", kCommProbeNames[p], median(us), *lo, *hi);
   }
   for (cudaStream_t x : s) BENCH_CHECK_CUDA(cudaStreamDestroy(x));
   if (csv) std::fclose(csv);
