@@ -89,6 +89,9 @@ __device__ __forceinline__ uint32_t peerMask(int rank, int n) { return ((1u << n
 // time). The unrolled loops then have kBound steps, not kMaxRanks: at 2 ranks the 8-step form issued
 // 8 predicated polls and tested 8 mask bits in a chain of dependent instructions per round, 0.24 us
 // per call of the small-message kernel on 1x H200 (docs/kernels.md, "The ladder").
+// Tried and not kept: judging every pending peer on its own and clearing one mask at the end (no test
+// waiting for the one before): the generic one-shot push 0.07-0.09 us faster per call at 2 and 4
+// ranks sharing one H200 but 0.09 us slower at 8, two-shot push 0.15-0.46 us slower.
 template <typename T, bool kIntoResult = false, int kBound = kMaxRanks>
 __device__ __forceinline__ void receiveFromPeers(const WaitContext& w, const char* at, size_t slotStride,
                                                  uint32_t pending, uint4 (&in)[kMaxRanks], Deadline& d) {
@@ -99,23 +102,11 @@ __device__ __forceinline__ void receiveFromPeers(const WaitContext& w, const cha
 #pragma unroll
     for (int q = 0; q < kBound; ++q)
       if (pending & (1u << q)) into[q] = packetAt(at + static_cast<size_t>(q) * slotStride)->poll();
-    if constexpr (kIntoResult) {
-      // Each peer's verdict on its own, then one mask: no test waits for the one before it (the
-      // generic one-shot push 0.08-0.11 us faster per call at 2 and 4 ranks on 1x H200).
-      uint32_t seen = 0u;
 #pragma unroll
-      for (int q = 0; q < kBound; ++q)
-        seen |= (pending & (1u << q)) != 0u && SentinelPacket::arrived<T>(into[q]) ? 1u << q : 0u;
-      pending &= ~seen;
-    } else {
-      // One test after the other: the same mask form here, with its copies into in[], changed the
-      // two-shot kernels' register allocation for the worse (two-shot push 0.15-0.46 us slower).
-#pragma unroll
-      for (int q = 0; q < kBound; ++q) {
-        if ((pending & (1u << q)) && SentinelPacket::arrived<T>(into[q])) {
-          in[q] = into[q];
-          pending &= ~(1u << q);
-        }
+    for (int q = 0; q < kBound; ++q) {
+      if ((pending & (1u << q)) && SentinelPacket::arrived<T>(into[q])) {
+        if constexpr (!kIntoResult) in[q] = into[q];
+        pending &= ~(1u << q);
       }
     }
     if (pending != 0u && !keepWaiting(d, w, __ffs(pending) - 1)) return;
