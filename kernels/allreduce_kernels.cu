@@ -4,6 +4,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <type_traits>
+
 #include "kernels/allreduce_kernels.cuh"
 #include "kernels/allreduce_launch.h"
 #include "kernels/programmatic_launch.h"
@@ -27,6 +29,19 @@ cudaError_t launchSmall(Kernel kernel, const LaunchShape& shape, const LaunchOpt
                       static_cast<unsigned>(shape.threads), options.programmatic, stream, args);
 }
 
+// The small-message kernel for N ranks. Its traced instance only where the benchmark asks for a trace
+// (DeviceView::trace) and only for fp32 sums, the calls it traces: a traced instance of every dtype and
+// op would double the small kernels' code for nothing; other calls with a trace run untraced.
+template <typename T, int OP, int N>
+cudaError_t launchSmallPush(const LaunchShape& shape, const LaunchOptions& options, cudaStream_t stream,
+                            const DeviceView& view, const void* send, void* recv, size_t count) {
+  if constexpr (std::is_same_v<T, float> && OP == device::kSum) {
+    if (view.trace != nullptr)
+      return launchSmall(device::oneShotSmallPush<T, OP, N, true>, shape, options, stream, view, send, recv, count);
+  }
+  return launchSmall(device::oneShotSmallPush<T, OP, N, false>, shape, options, stream, view, send, recv, count);
+}
+
 template <typename T, int OP>
 cudaError_t launchTyped(bool twoShot, const DeviceView& view, const void* send, void* recv, size_t count, int variant,
                         const LaunchOptions& options, cudaStream_t stream) {
@@ -37,13 +52,13 @@ cudaError_t launchTyped(bool twoShot, const DeviceView& view, const void* send, 
     return launchWith(device::twoShotAllReduce<T, OP>, shape, options, stream, view, send, recv, count, variant);
   switch (smallPushRanks(variant == device::kPush, shape, vectors, view.nRanks, view.costSwitches)) {
     case 2:
-      return launchSmall(device::oneShotSmallPush<T, OP, 2>, shape, options, stream, view, send, recv, count);
+      return launchSmallPush<T, OP, 2>(shape, options, stream, view, send, recv, count);
     case 4:
-      return launchSmall(device::oneShotSmallPush<T, OP, 4>, shape, options, stream, view, send, recv, count);
+      return launchSmallPush<T, OP, 4>(shape, options, stream, view, send, recv, count);
     case 8:
-      return launchSmall(device::oneShotSmallPush<T, OP, 8>, shape, options, stream, view, send, recv, count);
+      return launchSmallPush<T, OP, 8>(shape, options, stream, view, send, recv, count);
     case 0:
-      return launchSmall(device::oneShotSmallPush<T, OP, 0>, shape, options, stream, view, send, recv, count);
+      return launchSmallPush<T, OP, 0>(shape, options, stream, view, send, recv, count);
     default:
       break;
   }

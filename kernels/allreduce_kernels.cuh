@@ -113,7 +113,8 @@ __device__ __forceinline__ OneShotPlan planOneShot(const DeviceView& v, const T*
 // once, at the end, before its records advance (closeRound): no barrier between the wait and the
 // stores to the peers. After the wait only registers are read until the first store (OneShotPlan).
 template <typename T, int OP>
-__device__ __forceinline__ void oneShotPush(const DeviceView& v, const OneShotPlan& p, bool staged, CostTrace& trace) {
+__device__ __forceinline__ void oneShotPush(const DeviceView& v, const OneShotPlan& p, bool staged,
+                                            CostTrace<>& trace) {
   constexpr int kPer = kElemsPerVec<T>;
   const T* send = reinterpret_cast<const T*>(p.send);
   T* recv = reinterpret_cast<T*>(p.recv);
@@ -194,7 +195,7 @@ __global__ void __launch_bounds__(kMaxThreads)
     return;
   }
   const OneShotPlan plan = planOneShot<T>(v, send, recv, count);
-  CostTrace trace(plan.trace);  // from the staged plan: no read of the parameters after the wait
+  CostTrace<> trace(plan.trace);  // from the staged plan: no read of the parameters after the wait
   trace.mark(kMarkEntry);
   programmaticHandshake(triggerFirst);
   trace.mark(kMarkPrevDone);
@@ -207,7 +208,8 @@ __global__ void __launch_bounds__(kMaxThreads)
 //               number of ranks known at compile time (N = 2, 4, 8; N = 0: read at run time): no
 //               grid-stride loops, no staged or pull code, no run-time peer loop bound. 0.1-0.3 us per
 //               call less than the generic kernel on 1x H200 with 2-8 ranks sharing it (docs/kernels.md,
-//               "The small-message kernel"), 10-13 KB of code against 33 KB.
+//               "The small-message kernel"), 10-13 KB of code against 33 KB. kTraced: the cost
+//               trace compiled in (the benchmark's instance; without it, no trace code at all).
 // Requires:     what oneShotAllReduce requires, and one vector per thread of a single block
 //               (vectors <= blockDim.x <= kMaxThreads), nRanks == N where N > 0. Shares the one-shot
 //               round records, buffers and rotation with oneShotAllReduce, so calls of either follow
@@ -215,7 +217,7 @@ __global__ void __launch_bounds__(kMaxThreads)
 // Launch shape: launchShape(vectors): one block of 32-512 threads.
 // Size range:   8 B - 8 KiB.
 // ==================================================================================================
-template <typename T, int OP, int N>
+template <typename T, int OP, int N, bool kTraced>
 __global__ void __launch_bounds__(kMaxThreads)
     oneShotSmallPush(const __grid_constant__ DeviceView v, const T* send, T* recv, size_t count) {
   static_assert(N == 0 || (N >= 2 && N <= kMaxRanks), "a communicator of 2 to kMaxRanks ranks, or 0: any");
@@ -223,7 +225,7 @@ __global__ void __launch_bounds__(kMaxThreads)
   constexpr int kPeers = N > 0 ? N : kMaxRanks;  // the unrolled peer loops' bound
   const OneShotPlan p = planOneShot<T>(v, send, recv, count);
   const int n = N > 0 ? N : p.nRanks;
-  CostTrace trace(p.trace);
+  CostTrace<kTraced> trace(p.trace);
   trace.mark(kMarkEntry);
   programmaticHandshake(false);
   trace.mark(kMarkPrevDone);

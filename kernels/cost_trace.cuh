@@ -4,7 +4,8 @@
 // of block 0 notes %globaltimer (comparable across multiprocessors and ranks) and clock64 (this
 // multiprocessor's cycles, finer) at each mark, and stores them at the end of the launch for call
 // round % kTraceCalls, with the number of poll rounds that found the peers' data not there yet.
-// Outside the benchmark `trace` is null and every mark is one uniform branch.
+// Outside the benchmark `trace` is null and every mark is one uniform branch, or nothing at all in a
+// kernel instance compiled without it (CostTrace<false>).
 #include <cstdint>
 
 #include "kernels/device_view.h"
@@ -21,6 +22,9 @@ enum TraceMark : int {
 };
 static_assert(kMarkEnd + 1 == kTraceMarks, "one word pair per mark");
 
+// kCompiledIn = false: a trace that is never on, so every mark compiles to nothing (the small-message
+// kernel users run: allreduce_kernels.cu launches its traced instance only for the benchmark).
+template <bool kCompiledIn = true>
 struct CostTrace {
   bool on;
   uint64_t* trace;
@@ -30,7 +34,7 @@ struct CostTrace {
 
   // `buffer` is DeviceView::trace, taken from the launch's staged plan (allreduce_kernels.cuh).
   __device__ __forceinline__ explicit CostTrace(uint64_t* buffer)
-      : on(buffer != nullptr && blockIdx.x == 0 && threadIdx.x == 0), trace(buffer) {}
+      : on(kCompiledIn && buffer != nullptr && blockIdx.x == 0 && threadIdx.x == 0), trace(buffer) {}
 
   __device__ __forceinline__ void mark(int k) {
     if (!on) return;

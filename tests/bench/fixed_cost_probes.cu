@@ -37,10 +37,10 @@
 //                    the block's meeting and the records of the grid cap advanced (closeRound)
 //   ladder-receive   + the kernels' bounded wait (receiveFromPeers with its WaitContext, bounded at 2
 //                    ranks at compile time as oneShotSmallPush<.., 2> has it)
-//   small-kernel     oneShotSmallPush<float, sum, 2> itself
+//   small-kernel     oneShotSmallPush<float, sum, 2> itself, as users run it (no trace code)
 //   small-kernel-one-page  the same with both ranks' buffers, control blocks, inputs and outputs in
 //                    one allocation (what address translation adds on the communicator's memory)
-//   small-kernel-trace     the same with its cost trace on (cost_trace.cuh): the kernel's own
+//   small-kernel-trace     its traced instance with the trace on (cost_trace.cuh): the kernel's own
 //                    segments in this harness, beside the floor bench's
 //
 // A benchmark, not a test: medians of `repeats` with min and max (docs/kernels.md, "Fixed cost").
@@ -402,8 +402,10 @@ const void* commKernel(int p) {
       return reinterpret_cast<const void*>(ladderKernel<kLadderPlan | kLadderRecords>);
     case kLadderReceived:
       return reinterpret_cast<const void*>(ladderKernel<kLadderPlan | kLadderRecords | kLadderReceive>);
+    case kSmallKernelTrace:
+      return reinterpret_cast<const void*>(dev::oneShotSmallPush<float, dev::kSum, 2, true>);
     default:
-      return reinterpret_cast<const void*>(dev::oneShotSmallPush<float, dev::kSum, 2>);
+      return reinterpret_cast<const void*>(dev::oneShotSmallPush<float, dev::kSum, 2, false>);
   }
 }
 
