@@ -567,6 +567,7 @@ CodeHookReport installCodeHooks(std::span<const CodeHook> hooks, const CodeHookO
 
   Parking parking;
   if (options.parkOtherThreads && !parking.prepare(why)) return unmapAndRefuse(why);
+  setLeaveHookForTests(options.beforeContextsMoved);
   if (!publishContextMoves(moves)) return unmapAndRefuse("too many functions hooked in this process");
   // From here the page stays mapped whatever happens: forward pointers and moved contexts lead into it.
   if (options.retarget)

@@ -60,6 +60,9 @@ struct CodeHookOptions {
   // `expected`); null: lock cmpxchg16b. And whether other threads are parked at all.
   bool (*storeWindow)(uint8_t* window, const uint8_t* expected, const uint8_t* desired) = nullptr;
   bool parkOtherThreads = true;
+  // For tests only: run (async-signal-safe) by each parked thread as it leaves the park handler, before
+  // it moves its contexts; a delay there shows whether the report waits for the moves.
+  void (*beforeContextsMoved)() = nullptr;
 };
 
 struct InstalledHook {

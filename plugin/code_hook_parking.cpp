@@ -51,7 +51,8 @@ struct ParkState {
   std::atomic<int> restorerCount{0};
   std::atomic<uintptr_t> restorers[kMaxRestorers];
   std::atomic<bool> scanFailed{false};
-  struct sigaction previous;  // the SIGURG action before ours, for signals that are not ours
+  std::atomic<void (*)()> leaveHook{nullptr};  // setLeaveHookForTests
+  struct sigaction previous;                   // the SIGURG action before ours, for signals that are not ours
 };
 ParkState gPark;
 int gCookie;  // its address tells our requests from every other SIGURG
@@ -181,6 +182,10 @@ void onParkSignal(int sig, siginfo_t* info, void* context) {
   const bool ours =
       info && info->si_code == SI_QUEUE && info->si_pid == getpid() && info->si_value.sival_ptr == &gCookie;
   const bool parked = parkWhileHeld();
+  if (parked) {
+    void (*const leave)() = gPark.leaveHook.load(std::memory_order_acquire);
+    if (leave) leave();
+  }
   if (ours || parked) moveContexts(static_cast<ucontext_t*>(context));
   // Left only now: a thread counted as left before its moves were made let release() report fewer
   // moved contexts than there were (about 1 install in 250 in the test of a context saved under
@@ -361,6 +366,8 @@ bool publishContextMoves(std::span<const ContextMove> moves) {
 }
 
 int contextsMovedSoFar() { return gPark.moved.load(std::memory_order_acquire); }
+
+void setLeaveHookForTests(void (*f)()) { gPark.leaveHook.store(f, std::memory_order_release); }
 
 ssize_t readOwnMemory(uintptr_t address, void* out, size_t n) { return readMemory(address, out, n); }
 

@@ -39,6 +39,10 @@ bool publishContextMoves(std::span<const ContextMove> moves);
 // Contexts moved since the process started.
 int contextsMovedSoFar();
 
+// For tests only: every parked thread calls f (async-signal-safe) as it leaves the handler, before it
+// moves its contexts; null (the default): nothing. Kept until the next call.
+void setLeaveHookForTests(void (*f)());
+
 // Copies n bytes of this process's memory at `address` without faulting (process_vm_readv): the
 // count copied, or -1.
 ssize_t readOwnMemory(uintptr_t address, void* out, size_t n);

@@ -509,7 +509,15 @@ void waitInsideSegv(int, siginfo_t*, void*) {
   mprotect(gFaultPage, 4096, PROT_READ | PROT_WRITE);
 }
 
+// Each parked thread sleeps before it moves its contexts: the install's report must wait for the move
+// (a thread counted as gone before its moves were made left it at 0, now and then without the sleep).
+void sleepBeforeMoving() {
+  timespec ts{0, 20'000'000};
+  nanosleep(&ts, nullptr);
+}
+
 TEST_F(CodeHooks, AContextSavedUnderAnotherRunningHandlerIsMovedToo) {
+  options_.beforeContextsMoved = &sleepBeforeMoving;
   auto load = reinterpret_cast<long (*)(const long*)>(dlsym(lib_, "shapeLoadSecond"));
   ASSERT_NE(load, nullptr);
   const symmem::CodeHook hook{"shapeLoadSecond", reinterpret_cast<void*>(load),
@@ -525,14 +533,16 @@ TEST_F(CodeHooks, AContextSavedUnderAnotherRunningHandlerIsMovedToo) {
       answer = load(static_cast<const long*>(gFaultPage));  // faults at +1, inside the moved bytes
     });
     while (gSegvStage.load() != 1) usleep(1000);
+    const int movedBefore = symmem::codeHookContextsMoved();
     const symmem::CodeHookReport r = symmem::installCodeHooks({&hook, 1}, options_);
-    const int moved = symmem::codeHookContextsMoved();
+    const int moved = symmem::codeHookContextsMoved() - movedBefore;
     gSegvStage = 2;
     caller.join();
     std::string out;
     if (!r.installed) out += "refused: " + r.refusal + "\n";
     if (answer.load() != 0) out += "the caller read " + std::to_string(answer.load()) + ", not the page's 0\n";
     if (moved < 1) out += "no saved context was moved\n";
+    if (r.threadsMoved < 1) out += "the report counts " + std::to_string(r.threadsMoved) + " moved contexts\n";
     return out;
   });
   EXPECT_EQ(problems, "") << "(a caller resuming inside the new jump dies of SIGILL or SIGSEGV)";
