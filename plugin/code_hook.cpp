@@ -617,6 +617,7 @@ int undoCodeHooks() {
   registerSyncCore();
   std::string why;
   Parking parking;
+  setLeaveHookForTests(nullptr);  // an install's test pause does not reach the undo
   if (!parking.prepare(why) || !parking.park(defaults.parkTimeout, why)) return 0;  // stays hooked
   int undone = 0;
   for (size_t k = 0; k < at.size(); ++k) {
