@@ -206,10 +206,11 @@ __global__ void __launch_bounds__(kMaxThreads)
 // One-shot push, small messages (what every one-block push runs: smallPushRanks, device_view.h).
 // Purpose:      the one-shot push for a message one block holds, at one vector per thread, with the
 //               number of ranks known at compile time (N = 2, 4, 8; N = 0: read at run time): no
-//               grid-stride loops, no staged or pull code, no run-time peer loop bound. 0.1-0.3 us per
-//               call less than the generic kernel on 1x H200 with 2-8 ranks sharing it (docs/kernels.md,
-//               "The small-message kernel"), 10-13 KB of code against 33 KB. kTraced: the cost
-//               trace compiled in (the benchmark's instance; without it, no trace code at all).
+//               grid-stride loops, no staged or pull code, no run-time peer loop bound, its wait
+//               bounded at N. 1.21-1.25 us per call at 2 ranks sharing one H200 against the generic
+//               kernel's 1.71-1.79 (docs/kernels.md, "The small-message kernel", "The ladder").
+//               kTraced: the cost trace compiled in (the benchmark's instance; without it, no trace
+//               code at all).
 // Requires:     what oneShotAllReduce requires, and one vector per thread of a single block
 //               (vectors <= blockDim.x <= kMaxThreads), nRanks == N where N > 0. Shares the one-shot
 //               round records, buffers and rotation with oneShotAllReduce, so calls of either follow
