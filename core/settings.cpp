@@ -48,6 +48,9 @@ constexpr SettingSpec kSpecs[] = {
      "At setup, write a pattern through every peer mapping and check it before trusting P2P."},
     {SettingId::LogDetail, "SYMMEM_LOG", SettingType::Choice, "info", kNoLimit, kNoLimit, "warn|info|trace",
      "Detail of the plugin's own messages: warn, info (one line per communicator), trace (per call)."},
+    {SettingId::SharedGpuTest, "SYMMEM_TEST_SHARED_GPU", SettingType::Bool, "0", kNoLimit, kNoLimit, nullptr,
+     "For testing only: ranks in separate processes that share one GPU form a symmetric communicator (each with its "
+     "own NCCL_HOSTID; tests/multiproc/launch_ranks.py). Holds only when every rank sets it. No latency figures."},
 };
 static_assert(std::size(kSpecs) == static_cast<size_t>(SettingId::kCount), "one spec per SettingId");
 

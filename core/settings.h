@@ -26,6 +26,7 @@ enum class SettingId : int {
   Disassembler,
   P2pCheck,
   LogDetail,
+  SharedGpuTest,
   kCount
 };
 

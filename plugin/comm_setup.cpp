@@ -13,6 +13,8 @@
 #include "kernels/scoped_device.h"
 #include "plugin/interposer.h"
 #include "plugin/record_gather.h"
+#include "plugin/comm_tickets.h"
+#include "plugin/rendezvous.h"
 #include "plugin/setup_vote.h"
 #include "topology/discover.h"
 
@@ -48,35 +50,32 @@ CommFacts commFactsFrom(const CommunicatorTopology& agreed, int nRanks) {
   return f;
 }
 
-std::unique_ptr<CommState> setUpSymmetricComm(const RealNccl& nccl, const ProcessContext& process, ncclComm_t comm,
-                                              int rank, int nRanks, int device) {
+namespace {
+
+// The exchanges, posted by every rank once the agreement said go (so every rank posts all of them:
+// a local failure from here on travels inside the records, never as a skipped exchange).
+std::unique_ptr<CommState> runExchanges(const ProcessContext& process, NcclRecordGather& gather, int rank,
+                                        int nRanks, int device) {
   auto state = std::make_unique<CommState>();
   state->device = device;
   const kernels::ScopedDevice scope(device);  // the caller's device comes back, whatever setup did
   // Setup synchronises its own stream only; keep a capture elsewhere in this thread legal.
   cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
   cudaThreadExchangeStreamCaptureMode(&mode);
-
-  const int64_t timeoutMs = process.timeoutMs;
-  NcclRecordGather gather(nccl.allGather, comm, nRanks, nccl.commGetAsyncError);
   auto finish = [&](std::string why) {
     state->why = std::move(why);
     cudaThreadExchangeStreamCaptureMode(&mode);
     return std::move(state);
   };
-  if (!gather.ready()) return finish("setup exchange buffers could not be allocated");
 
-  // Exchange 1: the vote, on every rank whatever its settings (setup_vote.h).
-  const VoteOutcome vote =
-      runSetupVote(process, nRanks, [&](const void* s, void* r, size_t b) { return gather(s, r, b); });
-  if (!vote.go) return finish(vote.why);
-
-  // Exchange 2: topology facts. agreeOn() is pure over the gathered array: the same answer everywhere.
+  // Topology facts. agreeOn() is pure over the gathered array: the same answer everywhere. Ranks on one
+  // GPU pass only in the testing mode, which the agreement's vote has already found on every rank.
   std::vector<RankFacts> gathered(nRanks);
   static const Topology kUnknown;  // a context without a topology (tests): every pair unknown
   const RankFacts mine = factsFor(process.topology ? *process.topology : kUnknown, device);
   if (!gather(&mine, gathered.data(), sizeof(RankFacts))) return finish("setup exchange failed");
-  const CommunicatorTopology agreed = agreeOn(gathered);
+  const CommunicatorTopology agreed =
+      agreeOn(gathered, process.sharedGpuTest ? SharedGpu::AllowForTesting : SharedGpu::Refuse);
   if (!agreed.symmetricOk) return finish(agreed.reason);
 
   // Every rank has the same table (the vote compared it) and the same agreed facts: the same entry.
@@ -99,7 +98,7 @@ std::unique_ptr<CommState> setUpSymmetricComm(const RealNccl& nccl, const Proces
   config.device = device;
   config.oneShotMaxBytes = oneShot;
   config.twoShotMaxBytes = twoShot;
-  config.timeoutMs = timeoutMs;
+  config.timeoutMs = process.timeoutMs;
   config.p2pCheck = process.p2pCheck;
   std::string whyNot;
   state->symmetric = kernels::SymmetricComm::create(
@@ -108,6 +107,46 @@ std::unique_ptr<CommState> setUpSymmetricComm(const RealNccl& nccl, const Proces
   state->facts.symmetricCapacityBytes = std::max(oneShot, twoShot);
   state->ready = true;
   return finish("ready");
+}
+
+}  // namespace
+
+SetupSteps symmetricSetupSteps(const RealNccl& nccl, const ProcessContext& process) {
+  SetupSteps steps;
+  steps.prepare = [&nccl](ncclComm_t comm, int nRanks, int device, std::string* why) -> std::shared_ptr<void> {
+    const kernels::ScopedDevice scope(device);
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    cudaThreadExchangeStreamCaptureMode(&mode);
+    auto gather = std::make_shared<NcclRecordGather>(nccl.allGather, comm, nRanks, nccl.commGetAsyncError);
+    cudaThreadExchangeStreamCaptureMode(&mode);
+    if (gather->ready()) return gather;
+    *why = "its setup exchange buffers could not be allocated";
+    return nullptr;
+  };
+  steps.agree = [&process](ncclComm_t comm, const Arrival& mine, const std::function<bool()>& aborted) {
+    return agreeBeforeExchanges(process, comm, mine, aborted);
+  };
+  steps.setup = [&process](ncclComm_t, int rank, int nRanks, int device, void* prepared) {
+    return runExchanges(process, *static_cast<NcclRecordGather*>(prepared), rank, nRanks, device);
+  };
+  return steps;
+}
+
+Agreement agreeBeforeExchanges(const ProcessContext& process, ncclComm_t comm, const Arrival& mine,
+                               const std::function<bool()>& aborted) {
+  const std::shared_ptr<CommTicket> ticket = ticketFor(comm);
+  // Without a ticket this rank cannot reach the agreement: its peers see no arrival and stay on NCCL
+  // (at once when NCCL's view is one node and this rank never declared; else when their wait ends).
+  if (!ticket) return {false, "NCCL did not load the plugin as its tuner for this communicator"};
+  if (!ticket->rendezvous) return {false, ticket->whyNot};
+  Rendezvous& agreement = *ticket->rendezvous;
+  if (mine.takesPart && mine.nRanks != ticket->nRanks) {
+    agreement.arrive(mine.rank, voteOf(process), false, "NCCL's rank count differs from its tuner's");
+  } else {
+    agreement.arrive(mine.rank, voteOf(process), mine.takesPart, mine.why);
+  }
+  const Tally t = agreement.await(process.timeoutMs, ticket->nNodes == 1, aborted);
+  return {t.verdict == Verdict::Go, t.why};
 }
 
 }  // namespace symmem

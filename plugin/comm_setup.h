@@ -1,20 +1,27 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// The collective setup of one communicator's symmetric path (setUpSymmetricComm, declared in
-// plugin/interposer.h). Exchanges on the communicator itself, through pncclAllGather on a private
-// stream, posted by every rank in the same order whatever happened locally:
-//   1. the vote (plugin/setup_vote.h): every rank with the plugin takes part whatever its settings;
-//      ranks whose settings or tables differ, or that all have the path off, stop here, together;
-//   2. every rank's topology facts (topology/agreement.h); every rank runs the same pure agreeOn()
-//      over the same gathered array, so every rank reaches the same answer;
+// The setup of one communicator's symmetric path (symmetricSetupSteps, declared in plugin/interposer.h):
+//   0. prepare: the exchange buffers, before anything is posted (a rank without them says no below);
+//   1. the agreement (plugin/rendezvous.h), host-local and posted nowhere: every rank arrives with its
+//      vote (plugin/setup_vote.h) and whether it can take part, and reads one verdict; on "no" every
+//      rank stays on NCCL and nothing is ever posted on the communicator;
+//   2. every rank's topology facts (topology/agreement.h), through pncclAllGather on a private stream;
+//      every rank runs the same pure agreeOn() over the same gathered array;
 //   3. inside kernels::SymmetricComm::create: buffer handles and the P2P pattern check.
-// Any rank that cannot take part makes every rank stay on NCCL.
+// From step 2 on every rank posts every exchange whatever happened locally.
+#include <functional>
+
 #include "core/decision.h"
+#include "plugin/interposer.h"
 #include "topology/agreement.h"
 
 namespace symmem {
 
 // The decision's communicator facts from the agreement (capacity is filled in once buffers exist).
 CommFacts commFactsFrom(const CommunicatorTopology& agreed, int nRanks);
+
+// Step 1 for `comm`: this rank's arrival, then the verdict every rank reads.
+Agreement agreeBeforeExchanges(const ProcessContext& process, ncclComm_t comm, const Arrival& mine,
+                               const std::function<bool()>& aborted);
 
 }  // namespace symmem

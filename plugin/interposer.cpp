@@ -3,6 +3,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -33,9 +34,9 @@ std::optional<bool> streamIsCapturing(cudaStream_t stream) {
   return capture != cudaStreamCaptureStatusNone;
 }
 
-Interposer::Interposer(const RealNccl& nccl, const ProcessContext& process, CommSetupFn setup,
+Interposer::Interposer(const RealNccl& nccl, const ProcessContext& process, SetupSteps steps,
                        CaptureProbeFn captureProbe)
-    : nccl_(nccl), process_(process), setup_(std::move(setup)), captureProbe_(std::move(captureProbe)) {}
+    : nccl_(nccl), process_(process), steps_(std::move(steps)), captureProbe_(std::move(captureProbe)) {}
 
 std::shared_ptr<CommState> Interposer::find(ncclComm_t comm) const {
   std::shared_lock lock(mutex_);
@@ -78,54 +79,79 @@ void Interposer::warnTimeoutOnce(ncclComm_t comm, CommState& state) const {
   });
 }
 
-bool Interposer::maySetUp(cudaStream_t stream) const {
-  // Setup synchronises and allocates: never inside a capture (the same on every rank, as every rank
-  // runs the same program). The call goes to NCCL and setup waits for an eager call.
-  const std::optional<bool> capturing = captureProbe_(stream);
-  return capturing && !*capturing;
-}
-
-std::shared_ptr<CommState> Interposer::setUp(ncclComm_t comm, cudaStream_t stream) {
-  if (!maySetUp(stream)) return nullptr;
+Arrival Interposer::arrival(ncclComm_t comm, bool captureKnown, std::shared_ptr<void>* prepared) {
+  Arrival mine;
+  auto cannot = [&](std::string why) {
+    mine.takesPart = false;
+    mine.why = std::move(why);
+    return mine;
+  };
+  if (!captureKnown) return cannot("cudaStreamIsCapturing failed on the call's stream");  // or a caller's reason
   // A non-blocking communicator still being created cannot take the setup exchange yet. Forwarding
   // this call instead would depend on timing, which differs between ranks: wait for it, as NCCL's
   // own blocking calls would.
   ncclResult_t async = ncclSuccess;
   for (;;) {
-    if (nccl_.commGetAsyncError(comm, &async) != ncclSuccess) return nullptr;
+    if (nccl_.commGetAsyncError(comm, &async) != ncclSuccess) return cannot("ncclCommGetAsyncError failed");
     if (async != ncclInProgress) break;
+    if (abortRequested(comm)) return cannot("aborted while NCCL was still creating the communicator");
     std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
-  if (async != ncclSuccess) return nullptr;  // NCCL reports its own error on the forwarded call
+  if (async != ncclSuccess) return cannot("the communicator reports an NCCL error");
+  if (nccl_.commCount(comm, &mine.nRanks) != ncclSuccess || nccl_.commUserRank(comm, &mine.rank) != ncclSuccess ||
+      nccl_.commCuDevice(comm, &mine.device) != ncclSuccess)
+    return cannot("NCCL's rank, count or device query failed");
+  if (steps_.prepare && mine.nRanks >= 2) {
+    std::string why;
+    *prepared = steps_.prepare(comm, mine.nRanks, mine.device, &why);
+    if (!*prepared) return cannot(why);
+  }
+  mine.takesPart = true;
+  return mine;
+}
 
-  int nRanks = 0, rank = 0, device = -1;
-  if (nccl_.commCount(comm, &nRanks) != ncclSuccess || nccl_.commUserRank(comm, &rank) != ncclSuccess ||
-      nccl_.commCuDevice(comm, &device) != ncclSuccess)
-    return nullptr;
+bool Interposer::abortRequested(ncclComm_t comm) const {
+  std::lock_guard<std::mutex> lock(abortMutex_);
+  return std::find(aborted_.begin(), aborted_.end(), comm) != aborted_.end();
+}
 
+std::shared_ptr<CommState> Interposer::setUp(ncclComm_t comm, cudaStream_t stream, const char* cannotTakePart) {
+  // Setup synchronises and allocates: never inside a capture (the same on every rank, as every rank
+  // runs the same program). The call goes to NCCL and setup waits for an eager call.
+  const std::optional<bool> capturing = captureState(stream);
+  if (capturing && *capturing) return nullptr;
+
+  // From here on this rank always reaches the agreement, taking part or not: a rank that skipped it
+  // would leave its peers waiting for it, then on NCCL while it forwarded (docs/transparent-use.md).
+  std::shared_ptr<void> prepared;
+  Arrival mine = arrival(comm, capturing.has_value() && cannotTakePart == nullptr, &prepared);
+  if (cannotTakePart) mine.why = cannotTakePart;
   std::shared_ptr<CommState> state;
-  if (nRanks < 2) {
-    state = std::make_unique<CommState>();  // nothing to exchange: the same answer on the one rank
+  if (mine.takesPart && mine.nRanks < 2) {
+    state = std::make_unique<CommState>();  // nothing to agree on: the same answer on the one rank
     state->why = "single-rank communicator";
   } else {
-    state = setup_(comm, rank, nRanks, device);
+    const Agreement agreed = steps_.agree ? steps_.agree(comm, mine, [this, comm] { return abortRequested(comm); })
+                                          : Agreement{mine.takesPart, mine.why};
+    if (agreed.go) state = steps_.setup(comm, mine.rank, mine.nRanks, mine.device, prepared.get());
     if (!state) {
       state = std::make_unique<CommState>();
-      state->why = "setup failed";
+      state->why = agreed.go ? "setup failed" : agreed.why;
     }
   }
-  state->rank = rank;
-  if (state->device < 0) state->device = device;
+  prepared.reset();  // the exchange buffers go once setup is over
+  state->rank = mine.rank;
+  if (state->device < 0) state->device = mine.device;
   if (state->ready) {
     const Thresholds* e = state->entry;
     SYMMEM_INFO(kLogInit | kLogColl,
                 "comm %p rank %d/%d: symmetric path on (cc %s, link %s, one-shot <= %s, two-shot <= %s)",
-                static_cast<void*>(comm), rank, nRanks, state->facts.cc.str().c_str(),
+                static_cast<void*>(comm), mine.rank, mine.nRanks, state->facts.cc.str().c_str(),
                 std::string(linkClassName(state->facts.link)).c_str(), formatBytes(e ? e->oneShotMaxBytes : 0).c_str(),
                 formatBytes(e ? e->twoShotMaxBytes : 0).c_str());
   } else {
     SYMMEM_INFO(kLogInit | kLogColl, "comm %p rank %d/%d: all-reduces stay on NCCL (%s)", static_cast<void*>(comm),
-                rank, nRanks, state->why.c_str());
+                mine.rank, mine.nRanks, state->why.c_str());
   }
   std::unique_lock lock(mutex_);
   auto [it, inserted] = comms_.emplace(comm, std::move(state));
@@ -233,18 +259,32 @@ ncclResult_t Interposer::commFinalize(ncclComm_t comm) {
 // stop first (a store to host memory, nothing waits), then NCCL's abort unblocks NCCL's own kernels
 // (one of them may be ahead of a symmetric kernel on a stream), then the plugin's state is freed
 // once its kernels have ended, within milliseconds.
+void Interposer::noteAbort(ncclComm_t comm) {
+  std::lock_guard<std::mutex> lock(abortMutex_);
+  if (std::find(aborted_.begin(), aborted_.end(), comm) == aborted_.end()) aborted_.push_back(comm);
+}
+
+void Interposer::clearAbort(ncclComm_t comm) {
+  std::lock_guard<std::mutex> lock(abortMutex_);
+  std::erase(aborted_, comm);
+}
+
 ncclResult_t Interposer::commAbort(ncclComm_t comm) {
   SYMMEM_TRACE(kLogInit, "abort comm %p", static_cast<void*>(comm));
+  noteAbort(comm);  // a setup waiting in the agreement ends now
   if (std::shared_ptr<CommState> state = find(comm); state && state->symmetric) state->symmetric->abort();
   const ncclResult_t r = nccl_.commAbort(comm);
   forget(comm, /*abort=*/true);
+  clearAbort(comm);
   return r;
 }
 
 ncclResult_t Interposer::commRevoke(ncclComm_t comm, int flags) {
+  noteAbort(comm);
   if (std::shared_ptr<CommState> state = find(comm); state && state->symmetric) state->symmetric->abort();
   const ncclResult_t r = nccl_.commRevoke ? nccl_.commRevoke(comm, flags) : ncclInvalidUsage;
   forget(comm, /*abort=*/true);
+  clearAbort(comm);
   return r;
 }
 

@@ -54,8 +54,33 @@ struct AllReduceCall {
   ReduceOp rop = reduceOpFromNccl(static_cast<int>(op));
 };
 
-// The collective setup step; injectable so the interposer's bookkeeping is tested without GPUs.
-using CommSetupFn = std::function<std::unique_ptr<CommState>(ncclComm_t comm, int rank, int nRanks, int device)>;
+// Setup in three steps, each injectable so the interposer's bookkeeping is tested without GPUs:
+//   prepare: what this rank needs before any exchange and could lack alone (the exchange buffers):
+//            null, with a reason, when it cannot take part;
+//   agree:   this rank's arrival in the communicator's agreement (plugin/rendezvous.h) and the verdict
+//            every rank reads: go, or every rank stays on NCCL;
+//   setup:   the exchanges, which every rank posts once the verdict is go.
+struct Arrival {
+  int rank = -1;
+  int nRanks = 0;
+  int device = -1;
+  bool takesPart = false;
+  std::string why;  // why not
+};
+struct Agreement {
+  bool go = false;
+  std::string why;
+};
+using CommPrepareFn = std::function<std::shared_ptr<void>(ncclComm_t comm, int nRanks, int device, std::string* why)>;
+using CommAgreeFn =
+    std::function<Agreement(ncclComm_t comm, const Arrival& mine, const std::function<bool()>& aborted)>;
+using CommSetupFn =
+    std::function<std::unique_ptr<CommState>(ncclComm_t comm, int rank, int nRanks, int device, void* prepared)>;
+struct SetupSteps {
+  CommPrepareFn prepare;  // null: nothing to prepare
+  CommAgreeFn agree;      // null: every rank goes ahead (tests of the bookkeeping alone)
+  CommSetupFn setup;
+};
 
 // Whether `stream` is being captured into a CUDA graph (nullopt: cannot tell). Injectable for tests.
 using CaptureProbeFn = std::function<std::optional<bool>(cudaStream_t stream)>;
@@ -63,8 +88,11 @@ std::optional<bool> streamIsCapturing(cudaStream_t stream);
 
 class Interposer {
  public:
-  Interposer(const RealNccl& nccl, const ProcessContext& process, CommSetupFn setup,
+  Interposer(const RealNccl& nccl, const ProcessContext& process, SetupSteps steps,
              CaptureProbeFn captureProbe = streamIsCapturing);
+  Interposer(const RealNccl& nccl, const ProcessContext& process, CommSetupFn setup,
+             CaptureProbeFn captureProbe = streamIsCapturing)
+      : Interposer(nccl, process, SetupSteps{nullptr, nullptr, std::move(setup)}, std::move(captureProbe)) {}
 
   ncclResult_t allReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
                          ncclComm_t comm, cudaStream_t stream);
@@ -111,13 +139,21 @@ class Interposer {
   static std::vector<HeldAllReduce>& heldCalls();  // this thread's, in issue order
   ncclResult_t hold(const AllReduceCall& c);
   ncclResult_t endOutermostGroup();
-  // Sets up every communicator in `comms` at once, one thread each, so that one thread driving several
-  // ranks (ncclCommInitAll, nccl-tests -g N) never waits for an exchange it has yet to post itself.
+  // Sets up every communicator in `comms`: one thread per GPU, so that one thread driving several ranks
+  // (ncclCommInitAll, nccl-tests -g N) never waits for an exchange it has yet to post itself; on one
+  // GPU in issue order, so that every process posts that GPU's exchanges in the same order.
   void setUpTogether(const std::vector<std::pair<ncclComm_t, cudaStream_t>>& comms);
   std::shared_ptr<CommState> find(ncclComm_t comm) const;
-  // Whether setup may run for a call on `stream` now: never inside a capture (cannot tell: no).
-  bool maySetUp(cudaStream_t stream) const;
-  std::shared_ptr<CommState> setUp(ncclComm_t comm, cudaStream_t stream);
+  // Whether setup may run for a call on `stream` now: never inside a capture. A probe that fails
+  // (nullopt) still sets up, as a rank that cannot take part: its peers must hear it.
+  std::optional<bool> captureState(cudaStream_t stream) const { return captureProbe_(stream); }
+  // `cannotTakePart` (non-null): this rank still reaches the agreement, saying no, and why.
+  std::shared_ptr<CommState> setUp(ncclComm_t comm, cudaStream_t stream, const char* cannotTakePart = nullptr);
+  // What this rank brings to the agreement: its queries answered, its exchange buffers prepared.
+  Arrival arrival(ncclComm_t comm, bool captureKnown, std::shared_ptr<void>* prepared);
+  bool abortRequested(ncclComm_t comm) const;
+  void noteAbort(ncclComm_t comm);
+  void clearAbort(ncclComm_t comm);
   // Drops the communicator's state; its symmetric path is freed once its own kernels have ended
   // (kernels::SymmetricComm's destructor). `abort` (abort, revoke): first every wait of those kernels
   // is stopped, so they end within about a millisecond even when a peer is dead.
@@ -127,16 +163,19 @@ class Interposer {
 
   const RealNccl& nccl_;
   const ProcessContext& process_;
-  CommSetupFn setup_;
+  SetupSteps steps_;
   CaptureProbeFn captureProbe_;
+  // Communicators aborted while their setup waits in the agreement: the wait ends at once.
+  mutable std::mutex abortMutex_;
+  std::vector<ncclComm_t> aborted_;
   mutable std::shared_mutex mutex_;
   // shared_ptr: a call in flight on one thread keeps the state alive while another thread (a watchdog
   // calling ncclCommAbort, say) drops it.
   std::unordered_map<ncclComm_t, std::shared_ptr<CommState>> comms_;
 };
 
-// The real setup: exchange facts with pncclAllGather, agree, build the symmetric buffers.
-std::unique_ptr<CommState> setUpSymmetricComm(const RealNccl& nccl, const ProcessContext& process, ncclComm_t comm,
-                                              int rank, int nRanks, int device);
+// The real steps: the exchange buffers (prepare), the host-local agreement (agree), then the facts
+// and buffers exchanged with pncclAllGather (setup). plugin/comm_setup.cpp.
+SetupSteps symmetricSetupSteps(const RealNccl& nccl, const ProcessContext& process);
 
 }  // namespace symmem

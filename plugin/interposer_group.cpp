@@ -36,6 +36,8 @@ namespace {
 // dropped with a thread that exits inside a group (its NCCL group is lost with it as well).
 thread_local int tDepth = 0;
 thread_local std::vector<std::pair<ncclComm_t, cudaStream_t>> tSetups;  // first sight, in issue order
+thread_local bool tSetupsLost = false;  // more first sights in one group than room was made for
+constexpr size_t kSetupsPerGroup = 1024;
 
 }  // namespace
 
@@ -50,13 +52,14 @@ ncclResult_t Interposer::hold(const AllReduceCall& c) {
   std::shared_ptr<CommState> state = find(c.comm);
   if (state == nullptr) {
     // First sight of this communicator: NCCL takes this call, setup follows the group's end.
-    if (maySetUp(c.stream) &&
+    // Captured: no setup (the same on every rank). A probe that fails still sets up, saying no.
+    const std::optional<bool> capturing = captureState(c.stream);
+    if (!(capturing && *capturing) &&
         std::none_of(tSetups.begin(), tSetups.end(), [&](const auto& s) { return s.first == c.comm; })) {
-      try {
-        tSetups.emplace_back(c.comm, c.stream);
-      } catch (const std::exception&) {
-        // Without memory the setup is left for a later group; this call goes to NCCL either way.
-      }
+      // Room was made at the group's start: a setup is never lost to a failed allocation here, which
+      // would leave this rank out of an agreement its peers wait in.
+      if (tSetups.size() < tSetups.capacity()) tSetups.emplace_back(c.comm, c.stream);
+      else tSetupsLost = true;
     }
     return forward(c);
   }
@@ -75,6 +78,13 @@ ncclResult_t Interposer::hold(const AllReduceCall& c) {
 
 ncclResult_t Interposer::groupStart() {
   SYMMEM_TRACE(kLogColl, "group start (depth %d)", tDepth);
+  if (tDepth == 0 && tSetups.capacity() < kSetupsPerGroup) {
+    try {
+      tSetups.reserve(kSetupsPerGroup);
+    } catch (const std::exception&) {
+      // No room: first sights in this group go unrecorded (said at its end), never half-recorded.
+    }
+  }
   const ncclResult_t r = nccl_.groupStart();
   if (r == ncclSuccess) ++tDepth;
   return r;
@@ -94,8 +104,14 @@ ncclResult_t Interposer::endOutermostGroup() {
   tDepth = 0;
   std::vector<HeldAllReduce> held = std::move(heldCalls());
   heldCalls().clear();
-  std::vector<std::pair<ncclComm_t, cudaStream_t>> setups = std::move(tSetups);
+  std::vector<std::pair<ncclComm_t, cudaStream_t>> setups;
+  setups.swap(tSetups);
   tSetups.clear();
+  if (tSetupsLost) {
+    tSetupsLost = false;
+    SYMMEM_WARN("a group met more than %zu communicators for the first time: the rest set up at a later group, "
+                "and their peers wait for them there", kSetupsPerGroup);
+  }
 
   // The held calls first, in issue order. A call the kernels cannot take still joins NCCL's group,
   // which is open until the line after the loop. Every held call is launched whatever an earlier one
@@ -132,40 +148,57 @@ ncclResult_t Interposer::groupSimulateEnd(ncclSimInfo_t* simInfo) {
 }
 
 void Interposer::setUpTogether(const std::vector<std::pair<ncclComm_t, cudaStream_t>>& comms) {
-  std::vector<std::pair<ncclComm_t, cudaStream_t>> todo;
-  for (const auto& c : comms)
-    if (find(c.first) == nullptr) todo.push_back(c);
-  if (todo.empty()) return;
-  auto setUpOne = [this](const std::pair<ncclComm_t, cudaStream_t>& c) {
-    try {
-      setUp(c.first, c.second);
-    } catch (const std::exception& e) {
-      SYMMEM_WARN("setup of comm %p failed: %s", static_cast<void*>(c.first), e.what());
+  // By GPU, in issue order: each GPU's setups run one after the other on one thread (every process
+  // then posts that GPU's exchanges in the same order, as NCCL requires of collectives sharing a
+  // device); different GPUs side by side, since one thread may drive all of a communicator's ranks.
+  std::vector<std::pair<int, std::vector<std::pair<ncclComm_t, cudaStream_t>>>> byDevice;
+  int unknownDevice = -2;
+  for (const auto& c : comms) {
+    if (find(c.first) != nullptr) continue;
+    int device = -1;
+    if (nccl_.commCuDevice(c.first, &device) != ncclSuccess) device = unknownDevice--;  // a group of its own
+    auto it = std::find_if(byDevice.begin(), byDevice.end(), [&](const auto& g) { return g.first == device; });
+    if (it == byDevice.end()) {
+      byDevice.push_back({device, {}});
+      it = byDevice.end() - 1;
+    }
+    it->second.push_back(c);
+  }
+  if (byDevice.empty()) return;
+  auto setUpInOrder = [this](const std::vector<std::pair<ncclComm_t, cudaStream_t>>& group,
+                             const char* cannotTakePart) {
+    for (const auto& c : group) {
+      try {
+        setUp(c.first, c.second, cannotTakePart);
+      } catch (const std::exception& e) {
+        SYMMEM_WARN("setup of comm %p failed: %s", static_cast<void*>(c.first), e.what());
+      }
     }
   };
-  if (todo.size() == 1) {
-    setUpOne(todo[0]);
+  if (byDevice.size() == 1) {
+    setUpInOrder(byDevice[0].second, nullptr);
     return;
   }
-  // One thread drives these ranks: each setup waits for its peers' exchanges, some of them posted by
-  // another of these setups, so they run side by side.
-  SYMMEM_INFO(kLogInit, "setting up %zu communicators of one group together, one thread each", todo.size());
+  SYMMEM_INFO(kLogInit, "setting up the communicators of one group on %zu GPUs together, one thread per GPU",
+              byDevice.size());
   std::vector<std::thread> threads;
   std::vector<size_t> notStarted;
-  for (size_t i = 1; i < todo.size(); ++i) {
+  for (size_t i = 1; i < byDevice.size(); ++i) {
     try {
-      threads.emplace_back(setUpOne, todo[i]);
+      threads.emplace_back(setUpInOrder, std::cref(byDevice[i].second), nullptr);
     } catch (const std::exception&) {
       notStarted.push_back(i);
     }
   }
-  setUpOne(todo[0]);
-  for (std::thread& t : threads) t.join();
+  // A GPU whose thread could not start still reaches its communicators' agreements, saying no: that
+  // never waits for anything (its own "no" decides), so it runs first, here, before the wait below.
   for (size_t i : notStarted) {
-    SYMMEM_WARN("no thread for the setup of comm %p: it runs after the others (ncclCommAbort ends its wait)",
-                static_cast<void*>(todo[i].first));
-    setUpOne(todo[i]);
+    SYMMEM_WARN("no thread for the setup of %zu communicator(s) on GPU %d: they stay on NCCL, with their peers",
+                byDevice[i].second.size(), byDevice[i].first);
+    setUpInOrder(byDevice[i].second, "no thread could be started for its setup");
   }
+  setUpInOrder(byDevice[0].second, nullptr);
+  for (std::thread& t : threads) t.join();
 }
 
 }  // namespace symmem

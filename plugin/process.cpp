@@ -38,6 +38,7 @@ Process::Process()
   context_.topology = &topology_;
   context_.timeoutMs = settings_.integer(SettingId::TimeoutMs);
   context_.p2pCheck = settings_.flag(SettingId::P2pCheck);
+  context_.sharedGpuTest = settings_.flag(SettingId::SharedGpuTest);
 }
 
 namespace {
@@ -73,10 +74,7 @@ Interposer& Process::interposer() {
   std::call_once(interposerOnce_, [this] {
     RealNccl& real = nccl();
     reachable_.store(true, std::memory_order_release);  // an entry point was called: it may be called again
-    interposer_ =
-        std::make_unique<Interposer>(real, context_, [this, &real](ncclComm_t comm, int rank, int nRanks, int device) {
-          return setUpSymmetricComm(real, context_, comm, rank, nRanks, device);
-        });
+    interposer_ = std::make_unique<Interposer>(real, context_, symmetricSetupSteps(real, context_));
     // A forked child calls NCCL through the hooks too: the lock it needs is never inherited held.
     pthread_atfork([] { Process::get().interposer_->lockForFork(); },
                    [] { Process::get().interposer_->unlockAfterFork(); },

@@ -31,6 +31,7 @@ struct ProcessContext {
   const Topology* topology = nullptr;  // the node, for the setup exchange's per-rank facts
   int64_t timeoutMs = 600000;          // SYMMEM_TIMEOUT_MS
   bool p2pCheck = true;                // SYMMEM_P2P_CHECK
+  bool sharedGpuTest = false;          // SYMMEM_TEST_SHARED_GPU (testing only)
 };
 
 Policy policyFrom(const Settings& settings);

@@ -3,8 +3,8 @@
 // The first exchange of a communicator's setup: every rank that has the plugin votes, whatever its
 // own settings say, so that ranks launched with differing settings still post the same collectives
 // and stay on NCCL together. A vote carries everything per process that shapes the symmetric path:
-// SYMMEM_ENABLE and SYMMEM_SYMMETRIC, SYMMEM_FORCE, SYMMEM_P2P_CHECK, SYMMEM_TIMEOUT_MS and a
-// fingerprint of the decision table. The tally is a pure function of the gathered votes, so every
+// SYMMEM_ENABLE and SYMMEM_SYMMETRIC, SYMMEM_FORCE, SYMMEM_P2P_CHECK, SYMMEM_TIMEOUT_MS,
+// SYMMEM_TEST_SHARED_GPU and a fingerprint of the decision table. The tally is a pure function of the gathered votes, so every
 // rank reaches the same outcome and names the same rank and setting.
 #include <cstdint>
 #include <functional>
@@ -21,7 +21,7 @@ struct SetupVote {
   int32_t wants = 0;  // SYMMEM_ENABLE=1 and SYMMEM_SYMMETRIC=1
   int32_t force = 0;
   int32_t p2pCheck = 0;
-  int32_t reserved = 0;
+  int32_t sharedGpuTest = 0;  // SYMMEM_TEST_SHARED_GPU
   int64_t timeoutMs = 0;
   uint64_t tableFingerprint = 0;
 };

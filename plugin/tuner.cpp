@@ -10,6 +10,7 @@
 
 #include "core/log.h"
 #include "core/table_file.h"
+#include "plugin/comm_tickets.h"
 #include "symmem/version.h"
 
 namespace symmem {
@@ -67,7 +68,7 @@ bool applyToCostTable(const Decision& decision, float** collCostTable, int numAl
 }
 
 namespace {
-std::atomic<void (*)()> gInitHook{nullptr};
+std::atomic<TunerInitHook> gInitHook{nullptr};
 std::atomic<int> gLiveContexts{0};
 
 // Copies the leading rows both arrays have (all of them when the shapes match).
@@ -96,11 +97,62 @@ abi::TunerConstantsV5 constantsV5(const abi::TunerConstantsV7& v7) {
 
 void storeConstantsV5(const abi::TunerConstantsV5& v5, abi::TunerConstantsV7& v7) { copyConstants(v7, v5); }
 
-void setTunerInitHook(void (*hook)()) { gInitHook.store(hook, std::memory_order_release); }
+void setTunerInitHook(TunerInitHook hook) { gInitHook.store(hook, std::memory_order_release); }
+
+Declaration declarationFor(const ProcessContext& process, uint64_t commId, size_t nRanks, size_t nNodes,
+                           bool reachesInterposer, const std::string& whyNotReached) {
+  Declaration d;
+  // Outcomes every rank reaches alike (NCCL's id, rank and node counts are the communicator's): no
+  // agreement at all, and every rank stays on NCCL without waiting for another.
+  if (commId == 0) {
+    d.whyNot = "this NCCL gives its tuner no communicator id (NCCL 2.28.3 or later is needed to agree on the path)";
+    return d;
+  }
+  if (nRanks < 2 || nRanks > static_cast<size_t>(kRendezvousSlots)) {
+    d.whyNot = nRanks < 2 ? "single-rank communicator" : "more ranks than the symmetric kernels take";
+    return d;
+  }
+  // Per-process outcomes: this rank joins and tells its peers, so that they stay on NCCL with it.
+  d.join = true;
+  if (!process.policy.enabled || !process.policy.symmetric)
+    d.whyNot = !process.policy.enabled ? "SYMMEM_ENABLE=0 on this rank" : "SYMMEM_SYMMETRIC=0 on this rank";
+  else if (nNodes != 1 && !process.sharedGpuTest)
+    d.whyNot = "NCCL sees " + std::to_string(nNodes) + " nodes";
+  else if (!reachesInterposer)
+    d.whyNot = whyNotReached.empty() ? "its all-reduces do not reach the plugin" : whyNotReached;
+  d.reach = d.whyNot.empty() ? Reach::Every : Reach::None;
+  return d;
+}
 
 namespace tuner {
 
 namespace {
+// The communicator's ticket for the interposer, and this rank's declaration to its peers.
+void openAgreement(const ProcessContext& process, const void* contextSlot, uint64_t commId, size_t nRanks,
+                   size_t nNodes, bool reaches, const std::string& whyNotReached) {
+  auto ticket = std::make_shared<CommTicket>();
+  ticket->contextSlot = contextSlot;
+  ticket->commId = commId;
+  ticket->nRanks = countsFit(nRanks, nNodes) ? static_cast<int>(nRanks) : 0;
+  ticket->nNodes = countsFit(nRanks, nNodes) ? static_cast<int>(nNodes) : 0;
+  const Declaration d = declarationFor(process, commId, nRanks, nNodes, reaches, whyNotReached);
+  ticket->whyNot = d.whyNot;
+  if (d.join) {
+    std::string why;
+    ticket->rendezvous = Rendezvous::join(commId, ticket->nRanks, &why);
+    if (ticket->rendezvous) {
+      ticket->rendezvous->declare(d.reach, d.whyNot);
+    } else {
+      // Peers find no declaration from this rank: on one node they stay on NCCL at once, across
+      // "nodes" (the testing mode) when their wait ends.
+      SYMMEM_WARN("comm 0x%llx: cannot join the communicator's agreement (%s); its all-reduces stay on NCCL",
+                  static_cast<unsigned long long>(commId), why.c_str());
+      ticket->whyNot = "cannot join the agreement: " + why;
+    }
+  }
+  registerTicket(std::move(ticket));
+}
+
 std::string describeEntry(const Thresholds* e) {
   if (!e) return "none";
   std::string s = "cc=" + e->cc.str() + " link=" + std::string(linkClassName(e->link)) +
@@ -116,7 +168,9 @@ abi::Result init(void** ctx, uint64_t commId, size_t nRanks, size_t nNodes, abi:
   if (ctx == nullptr) return abi::kSuccess;
   *ctx = nullptr;
   setNcclLogger(log);
-  if (auto hook = gInitHook.load(std::memory_order_acquire)) hook();
+  std::string whyNotReached = "the plugin is not attached to libnccl in this process";
+  const TunerInitHook hook = gInitHook.load(std::memory_order_acquire);
+  const bool reaches = hook != nullptr && hook(&whyNotReached);
   // Never fail communicator creation: any problem leaves the communicator on NCCL's own model.
   try {
     const ProcessContext& process = processContext();
@@ -124,6 +178,8 @@ abi::Result init(void** ctx, uint64_t commId, size_t nRanks, size_t nNodes, abi:
     if (comm == nullptr) return abi::kSuccess;
     gLiveContexts.fetch_add(1, std::memory_order_acq_rel);
     *ctx = comm;
+    comm->contextSlot = ctx;
+    openAgreement(process, ctx, commId, nRanks, nNodes, reaches, whyNotReached);
     const char* why = !countsFit(nRanks, nNodes) ? "rank or node count out of range: NCCL untouched"
                       : !process.policy.enabled  ? "disabled by SYMMEM_ENABLE=0"
                       : !process.policy.tuner    ? "NCCL bands off by SYMMEM_TUNER=0"
@@ -166,7 +222,10 @@ abi::Result getCollInfo(void* ctx, abi::Func collType, size_t nBytes, int /*numP
 int liveContexts() { return gLiveContexts.load(std::memory_order_acquire); }
 
 abi::Result finalize(void* ctx) {
-  if (ctx) gLiveContexts.fetch_sub(1, std::memory_order_acq_rel);
+  if (ctx) {
+    gLiveContexts.fetch_sub(1, std::memory_order_acq_rel);
+    retireTicket(static_cast<const TunerComm*>(ctx)->contextSlot);
+  }
   delete static_cast<TunerComm*>(ctx);
   return abi::kSuccess;
 }

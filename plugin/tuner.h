@@ -5,7 +5,10 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <string>
+
 #include "plugin/process_context.h"
+#include "plugin/rendezvous.h"
 #include "plugin/tuner_abi.h"
 
 namespace symmem {
@@ -20,6 +23,7 @@ struct TunerComm {
   const Thresholds* entry = nullptr;
   Policy policy;
   bool active = false;  // false: every call leaves NCCL's choices untouched
+  const void* contextSlot = nullptr;  // where NCCL keeps this context: the communicator's ticket key
 };
 
 // Builds the per-communicator state from the process context (no NCCL involved; used by tests).
@@ -42,8 +46,21 @@ abi::TunerConstantsV5 constantsV5(const abi::TunerConstantsV7& v7);
 void storeConstantsV5(const abi::TunerConstantsV5& v5, abi::TunerConstantsV7& v7);
 
 // Called at every tuner init, before anything else (the shared object uses it to attach the
-// interposer when NCCL loaded the plugin only as its tuner). Null: nothing.
-void setTunerInitHook(void (*hook)());
+// interposer when NCCL loaded the plugin only as its tuner). Returns whether every all-reduce of the
+// process now reaches the interposer (code hooks in place), and if not, why. Null: nothing attaches,
+// and no communicator takes the symmetric path.
+using TunerInitHook = bool (*)(std::string* whyNot);
+void setTunerInitHook(TunerInitHook hook);
+
+// What a communicator's tuner init tells its peers through the agreement (plugin/rendezvous.h):
+// whether this rank's all-reduces will reach the plugin, and why not. Pure.
+struct Declaration {
+  bool join = false;  // false: no agreement for this communicator (whyNot), on any rank
+  Reach reach = Reach::None;
+  std::string whyNot;
+};
+Declaration declarationFor(const ProcessContext& process, uint64_t commId, size_t nRanks, size_t nNodes,
+                           bool reachesInterposer, const std::string& whyNotReached);
 
 namespace tuner {
 abi::Result init(void** ctx, uint64_t commId, size_t nRanks, size_t nNodes, abi::Logger log,

@@ -94,7 +94,7 @@ std::string rankName(size_t i, const RankFacts& r) { return "rank " + std::to_st
 
 }  // namespace
 
-CommunicatorTopology agreeOn(std::span<const RankFacts> ranks) {
+CommunicatorTopology agreeOn(std::span<const RankFacts> ranks, SharedGpu sharedGpu) {
   CommunicatorTopology out;
   std::vector<std::string> problems;  // in a fixed order, so every rank writes the same reason
 
@@ -143,6 +143,7 @@ CommunicatorTopology agreeOn(std::span<const RankFacts> ranks) {
         const RankFacts& a = ranks[i];
         const RankFacts& b = ranks[j];
         if (std::strncmp(a.pciBusId, b.pciBusId, sizeof(a.pciBusId)) == 0 && a.pciBusId[0] != '\0') {
+          if (sharedGpu == SharedGpu::AllowForTesting) continue;  // one device: its own memory, no link
           problems.push_back(rankName(i, a) + " and rank " + std::to_string(j) + " use the same GPU");
           out.link = LinkClass::Unknown;
           out.allPairsP2p = false;

@@ -242,6 +242,14 @@ void rebindEntryPoints(const std::vector<EntryPoint>& points) {
   symmem::attachRebindings(rebindings, options);
 }
 
+// Every entry point, required and optional, rebound in the process's GOT.
+void rebindAll(const symmem::RealNccl& real) {
+  std::vector<EntryPoint> all = entryPoints(real);
+  const std::vector<EntryPoint> optional = optionalEntryPoints(real);
+  all.insert(all.end(), optional.begin(), optional.end());
+  rebindEntryPoints(all);
+}
+
 std::string objectName(void* address) {
   Dl_info info{};
   return address && dladdr(address, &info) && info.dli_fname ? info.dli_fname : "unknown";
@@ -313,71 +321,91 @@ std::string wrongNccl(const symmem::RealNccl& real) {
 }
 
 // At every tuner init: NCCL loaded us only as its tuner, so the application's calls still lead to
-// libnccl. The first time, hook libnccl's entry points (or, failing that, rebind GOT slots) so that
-// the environment variable alone is enough.
-void attachOnce() {
+// libnccl. Hook libnccl's entry points (or, failing that, rebind GOT slots) so that the environment
+// variable alone is enough. Returns whether every all-reduce of the process now reaches the plugin
+// (only code hooks promise that: a ctypes caller never passes through a GOT), and if not, why: the
+// tuner declares it to the communicator's peers (plugin/rendezvous.h), so that a rank left unhooked
+// keeps every rank on NCCL instead of hanging them. A refused install (threads that would not park in
+// time) is tried again at the next communicators, a few times, before the process gives up.
+bool attachOnce(std::string* whyNot) {
+  constexpr int kHookAttempts = 3;
   static std::mutex mutex;
-  static bool attached = false;
+  static bool attached = false;  // the one-time part (pin, GOT rebinding) is done
   static bool hooked = false;
+  static int hookAttempts = 0;
+  static std::string whyNotHooked;
   std::lock_guard<std::mutex> lock(mutex);
   const symmem::Settings& settings = Process::get().settings();
-  // SYMMEM_ENABLE=0 and SYMMEM_SYMMETRIC=0 still attach: such a rank must take part in the setup vote
-  // of each communicator (plugin/setup_vote.h), or its peers' setup would pair with its all-reduces.
+  auto no = [&](std::string why) {
+    whyNotHooked = std::move(why);
+    *whyNot = whyNotHooked;
+    return false;
+  };
+  if (hooked) return true;
+  // Off means off: libnccl is left as it is, and the tuner tells this rank's peers to stay on NCCL.
+  if (!settings.flag(symmem::SettingId::Enable)) {
+    if (!attached) SYMMEM_INFO(symmem::kLogInit, "SYMMEM_ENABLE=0: libnccl left untouched, NCCL's own choices kept");
+    attached = true;
+    return no("SYMMEM_ENABLE=0 on this rank");
+  }
   if (!settings.flag(symmem::SettingId::Attach)) {
     if (!attached) SYMMEM_INFO(symmem::kLogInit, "attach off (SYMMEM_ATTACH=0): only a preloaded plugin interposes");
     attached = true;
-    return;
+    return no("SYMMEM_ATTACH=0 on this rank");
   }
   if (attached) {
-    // New objects (an extension module loaded after the first communicator) get covered too; hooked
-    // code already covers them.
-    if (!hooked && symmem::loadedObjectsChangedSinceAttach()) symmem::reattachRebindings();
-    return;
-  }
-  attached = true;
-  const symmem::RealNccl& real = Process::get().nccl();
-  if (!real.usable()) {
-    SYMMEM_WARN("attach skipped: the NCCL functions to forward to could not be found");
-    return;
-  }
-  if (const std::string wrong = wrongNccl(real); !wrong.empty()) {
-    SYMMEM_WARN("attach skipped: %s; all-reduces stay on NCCL", wrong.c_str());
-    return;
-  }
-  if (const std::string other = globalCopyOfThePlugin(); !other.empty()) {
-    SYMMEM_INFO(symmem::kLogInit,
-                "another copy of the plugin (%s) interposes NCCL for the whole process: this copy (%s) only tunes; "
-                "load one copy (the same path in NCCL_TUNER_PLUGIN and LD_PRELOAD) to avoid two",
-                other.c_str(), objectName(fn(&attachOnce)).c_str());
-    return;
-  }
-  // Pinned before anything points into the plugin: NCCL dlcloses its tuner after the last
-  // communicator, while hooked code and rebound slots would still lead here.
-  std::string self, why;
-  if (!symmem::pinLoadedObject(fn(&attachOnce), &self, &why)) {
-    SYMMEM_WARN("attach skipped: the plugin cannot keep itself loaded (%s)", why.c_str());
-    return;
-  }
-  Process::get().markReachable();
-  SYMMEM_INFO(symmem::kLogInit, "%s stays loaded for the life of the process (RTLD_NODELETE)", self.c_str());
-  const std::vector<EntryPoint> points = entryPoints(real);
-  const std::vector<EntryPoint> optional = optionalEntryPoints(real);
-  if (!settings.flag(symmem::SettingId::Hooks)) {
-    SYMMEM_INFO(symmem::kLogInit, "code hooks off (SYMMEM_HOOKS=0): GOT attach only");
+    // New objects (an extension module loaded after the first communicator) get covered too.
+    if (symmem::loadedObjectsChangedSinceAttach()) symmem::reattachRebindings();
+    if (hookAttempts == 0 || hookAttempts >= kHookAttempts) return no(whyNotHooked);
   } else {
-    switch (hookEntryPoints(points, optional, settings)) {
-      case HookOutcome::Hooked:
-        hooked = true;
-        return;
-      case HookOutcome::AnotherCopyHooked:
-        return;
-      case HookOutcome::Refused:
-        break;
+    attached = true;
+    const symmem::RealNccl& real = Process::get().nccl();
+    if (!real.usable()) {
+      SYMMEM_WARN("attach skipped: the NCCL functions to forward to could not be found");
+      return no("the NCCL functions to forward to could not be found");
+    }
+    if (const std::string wrong = wrongNccl(real); !wrong.empty()) {
+      SYMMEM_WARN("attach skipped: %s; all-reduces stay on NCCL", wrong.c_str());
+      return no(wrong);
+    }
+    if (const std::string other = globalCopyOfThePlugin(); !other.empty()) {
+      SYMMEM_INFO(symmem::kLogInit,
+                  "another copy of the plugin (%s) interposes NCCL for the whole process: this copy (%s) only "
+                  "tunes; load one copy (the same path in NCCL_TUNER_PLUGIN and LD_PRELOAD) to avoid two",
+                  other.c_str(), objectName(fn(&attachOnce)).c_str());
+      return no("another copy of the plugin interposes NCCL in this process");
+    }
+    // Pinned before anything points into the plugin: NCCL dlcloses its tuner after the last
+    // communicator, while hooked code and rebound slots would still lead here.
+    std::string self, why;
+    if (!symmem::pinLoadedObject(fn(&attachOnce), &self, &why)) {
+      SYMMEM_WARN("attach skipped: the plugin cannot keep itself loaded (%s)", why.c_str());
+      return no("the plugin cannot keep itself loaded");
+    }
+    Process::get().markReachable();
+    SYMMEM_INFO(symmem::kLogInit, "%s stays loaded for the life of the process (RTLD_NODELETE)", self.c_str());
+    if (!settings.flag(symmem::SettingId::Hooks)) {
+      SYMMEM_INFO(symmem::kLogInit, "code hooks off (SYMMEM_HOOKS=0): GOT attach only");
+      rebindAll(Process::get().nccl());
+      return no("code hooks off (SYMMEM_HOOKS=0): GOT rebinding does not reach ctypes callers");
     }
   }
-  std::vector<EntryPoint> all = points;
-  all.insert(all.end(), optional.begin(), optional.end());
-  rebindEntryPoints(all);
+  ++hookAttempts;
+  const symmem::RealNccl& real = Process::get().nccl();
+  switch (hookEntryPoints(entryPoints(real), optionalEntryPoints(real), settings)) {
+    case HookOutcome::Hooked:
+      hooked = true;
+      return true;
+    case HookOutcome::AnotherCopyHooked:
+      hookAttempts = kHookAttempts;
+      return no("another copy of the plugin hooks libnccl in this process");
+    case HookOutcome::Refused:
+      break;
+  }
+  // Dynamically linked callers are covered meanwhile; the next communicator tries the hooks again.
+  if (hookAttempts == 1) rebindAll(real);
+  return no(std::string("code hooks not installed") +
+            (hookAttempts < kHookAttempts ? " (tried again at the next communicator)" : ""));
 }
 
 // Registered when the shared object is loaded, before NCCL can call the tuner.

@@ -32,6 +32,7 @@ struct FakeNccl {
     events.push_back(b);
   }
   static inline std::map<ncclComm_t, int> sizes;
+  static inline std::map<ncclComm_t, int> devices;  // unset: GPU 0
   static inline ncclResult_t asyncState = ncclSuccess;
   static inline int inProgressPolls = 0;  // answers ncclInProgress this many more times
   static inline int asyncPolls = 0;
@@ -85,8 +86,8 @@ struct FakeNccl {
       *rank = 0;
       return ncclSuccess;
     };
-    r.commCuDevice = [](const ncclComm_t, int* dev) {
-      *dev = 0;
+    r.commCuDevice = [](const ncclComm_t c, int* dev) {
+      *dev = devices.count(c) ? devices[c] : 0;
       return ncclSuccess;
     };
     r.commGetAsyncError = [](ncclComm_t, ncclResult_t* s) {
@@ -102,6 +103,7 @@ struct FakeNccl {
     groupEndAnswer = ncclSuccess;
     events.clear();
     sizes.clear();
+    devices.clear();
     asyncState = ncclSuccess;
     inProgressPolls = asyncPolls = 0;
   }
@@ -160,7 +162,7 @@ class InterposerTest : public ::testing::Test {
   Interposer make(bool ready, bool capturing = false) {
     return Interposer(
         nccl, process,
-        [this, ready](ncclComm_t comm, int rank, int nRanks, int device) {
+        [this, ready](ncclComm_t comm, int /*rank*/, int nRanks, int /*device*/, void*) {
           ++setups;
           {
             std::lock_guard<std::mutex> lock(setupMutex);

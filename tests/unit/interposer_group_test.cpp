@@ -66,12 +66,13 @@ TEST_F(InterposerGroupTest, EveryCallInItsOwnGroupTakesTheSymmetricPathFromTheSe
   EXPECT_EQ(setups, 1);
 }
 
-// nccl-tests -g 2, ncclCommInitAll: one thread, one group, one all-reduce per communicator. Each
-// setup waits for the other's exchange; run one after the other they would wait forever (here: the
-// hook reports it), so they run side by side.
+// nccl-tests -g 2, ncclCommInitAll: one thread, one group, one all-reduce per communicator, one GPU
+// each. Each setup waits for the other's exchange; run one after the other they would wait forever
+// (here: the hook reports it), so they run side by side.
 TEST_F(InterposerGroupTest, OneThreadDrivingTwoRanksSetsThemUpTogether) {
   Interposer ip = make(true);
   ncclComm_t a = fakeComm(0x5100, 2), b = fakeComm(0x5200, 2);
+  FakeNccl::devices[b] = 1;
   std::atomic<int> arrived{0};
   std::atomic<bool> waitedAlone{false};
   setupHook = [&](ncclComm_t) {
@@ -87,6 +88,33 @@ TEST_F(InterposerGroupTest, OneThreadDrivingTwoRanksSetsThemUpTogether) {
   FakeNccl::events.clear();
   EXPECT_EQ(group(ip, {a, b}), ncclSuccess);
   EXPECT_EQ(FakeNccl::events, (Events{"start", ev("sym", a), ev("sym", b), "end"}));
+}
+
+// Two communicators on one GPU first met in one group: their setups run one after the other, in issue
+// order, on every process alike (NCCL documents collectives of several communicators on one device
+// posted in different orders across ranks as a deadlock). Side by side, their order would be chance.
+TEST_F(InterposerGroupTest, CommunicatorsOnOneGpuSetUpInIssueOrder) {
+  Interposer ip = make(true);
+  ncclComm_t a = fakeComm(0x5a00, 2), b = fakeComm(0x5b00, 2), c = fakeComm(0x5c00, 2);
+  FakeNccl::devices[c] = 1;
+  std::mutex m;
+  std::vector<ncclComm_t> order;
+  std::atomic<int> running{0};
+  std::atomic<bool> overlapped{false};
+  setupHook = [&](ncclComm_t comm) {
+    if (comm == c) return;
+    if (running.fetch_add(1) != 0) overlapped = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // room for a second one to start
+    {
+      std::lock_guard<std::mutex> lock(m);
+      order.push_back(comm);
+    }
+    running.fetch_sub(1);
+  };
+  EXPECT_EQ(group(ip, {b, c, a}), ncclSuccess);
+  EXPECT_FALSE(overlapped) << "two setups on one GPU ran at once";
+  EXPECT_EQ(order, (std::vector<ncclComm_t>{b, a})) << "not in issue order";
+  EXPECT_EQ(setups, 3);
 }
 
 // A group mixing held all-reduces with what NCCL takes on the same communicator and stream: NCCL's

@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+// What the tuner learned about each communicator at its init, for the interposer to find at the
+// communicator's first all-reduce: NCCL's id for the communicator (the same on every rank; only the
+// tuner is told it), NCCL's node count, and the communicator's agreement (plugin/rendezvous.h).
+//
+// The interposer holds an ncclComm_t, the tuner a context slot: NCCL hands its tuner init the address
+// of a member of its communicator struct (&comm->tunerContext, NCCL 2.21 - 2.30 at least), so that
+// address lies a fixed distance past the ncclComm_t. Structs never overlap, so the nearest slot past a
+// communicator is its own; the first lookup learns the distance, and every later one must match it
+// exactly (and the ticket's rank count the communicator's). A communicator
+// without a ticket (NCCL did not load the plugin as its tuner, or an NCCL that breaks this rule) stays
+// on NCCL, and so, through the agreement, do its peers.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "plugin/rendezvous.h"
+
+namespace symmem {
+
+struct CommTicket {
+  const void* contextSlot = nullptr;  // the void** NCCL passed to the tuner's init
+  uint64_t commId = 0;
+  int nRanks = 0;
+  int nNodes = 0;
+  std::shared_ptr<Rendezvous> rendezvous;  // null: this communicator stays on NCCL (whyNot)
+  std::string whyNot;
+};
+
+// Registered at tuner init, retired at tuner finalize.
+void registerTicket(std::shared_ptr<CommTicket> ticket);
+void retireTicket(const void* contextSlot);
+
+// The ticket of `comm` (see above), or null.
+std::shared_ptr<CommTicket> ticketFor(const void* comm);
+
+// How far past a communicator its tuner context slot may lie: NCCL 2.28.9's is 1,075,712 bytes into a
+// 1,082,968-byte struct.
+inline constexpr size_t kMaxContextSlotDistance = 8u << 20;
+
+// Forgets the learned distance and every ticket (tests).
+void resetTicketsForTests();
+
+}  // namespace symmem
