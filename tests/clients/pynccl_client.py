@@ -33,6 +33,17 @@ How to run it (one process, one rank, GPU 0; NCCL refuses two ranks on one GPU):
   python3 tests/clients/pynccl_client.py --nranks 2
   # the host-side pieces only (no CUDA, no NCCL): conversions, expected values, argument parsing
   python3 tests/clients/pynccl_client.py --self-test
+  # one rank of N started by the launcher, every rank on GPU 0 (testing only: the ranks time-slice the
+  # GPU, so nothing here is a latency figure; the plugin needs SYMMEM_TEST_SHARED_GPU=1, set by it)
+  tests/multiproc/launch_ranks.py --nranks 4 --timeout 600 --logs out/4 -- \
+      python3 tests/clients/pynccl_client.py --launched --quick --expect-path symmetric
+
+With --launched the rank and world size come from RANK and WORLD_SIZE; rank 0 hands each unique id to
+the others as a file in SYMMEM_TEST_RENDEZVOUS_DIR; each rank polls its stream and
+ncclCommGetAsyncError instead of blocking, so a dead or aborted peer ends the wait with an error.
+--expect-path is only printed: the caller checks each rank's NCCL_DEBUG=INFO log for the plugin's
+`symmetric path on` or `all-reduces stay on NCCL` line. --abort-after-first, --keep-calling and
+--wait-async-error drive the failure scenarios (tests/multiproc/CMakeLists.txt).
 
 Keep NCCL_NVLS_ENABLE=0 on shared machines (set here by default when unset).
 """
@@ -57,6 +68,10 @@ from typing import Any, Dict, List, Optional
 PROG = "pynccl_client"
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_SKIP = 0, 1, 2, 77
 MAX_RANKS = 32  # |sum| <= 8 * 32 = 256: every partial sum is an integer bf16 holds exactly
+EXPECT_PATHS = ("symmetric", "nccl", "any")
+NO_LATENCY = "shared GPU: correctness only, no latency figures"
+ABORT_DELAY_S = 2.0  # rank 0 waits this long before aborting, so that the others are inside the all-reduce
+ncclInProgress = 7
 
 # ==== NCCL types, as nccl.h defines them =============================================================
 ncclResult_t = ctypes.c_int
@@ -135,8 +150,9 @@ class NCCLLibrary:
         Function("ncclGroupEnd", ncclResult_t, []),
         Function("ncclCommDestroy", ncclResult_t, [ncclComm_t]),
         Function("ncclCommAbort", ncclResult_t, [ncclComm_t]),
+        Function("ncclCommGetAsyncError", ncclResult_t, [ncclComm_t, ctypes.POINTER(ncclResult_t)]),
     ]
-    optional_functions = {"ncclGetLastError"}  # 2.13+
+    optional_functions = {"ncclGetLastError", "ncclCommGetAsyncError"}  # 2.13+; only the launched mode uses the latter
 
     path_to_library_cache: Dict[str, Any] = {}
     path_to_dict_mapping: Dict[str, Dict[str, Any]] = {}
@@ -227,6 +243,15 @@ class NCCLLibrary:
     def ncclCommAbort(self, comm) -> None:
         self._check("ncclCommAbort", self._funcs["ncclCommAbort"](comm))
 
+    def ncclCommGetAsyncError(self, comm) -> int:
+        """The communicator's asynchronous error (ncclResult_t); the call's own failure raises."""
+        f = self._funcs.get("ncclCommGetAsyncError")
+        if f is None:
+            raise NcclError(f"{self.so_file!r} does not define ncclCommGetAsyncError")
+        value = ncclResult_t()
+        self._check("ncclCommGetAsyncError", f(comm, ctypes.byref(value)), comm)
+        return value.value
+
 
 # ==== where a pointer leads (diagnostics) ===========================================================
 class _DlInfo(ctypes.Structure):
@@ -255,6 +280,7 @@ def defining_file(func_ptr) -> str:
 # ==== CUDA runtime through ctypes ===================================================================
 CUDA_MEMCPY_H2D, CUDA_MEMCPY_D2H = 1, 2
 CUDA_STREAM_NON_BLOCKING = 1
+CUDA_ERROR_NOT_READY = 600
 CAPTURE_MODES = {"global": 0, "thread_local": 1, "relaxed": 2}
 
 
@@ -298,6 +324,7 @@ class CudaRuntime:
         Function("cudaStreamCreateWithFlags", ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p), ctypes.c_uint]),
         Function("cudaStreamDestroy", ctypes.c_int, [ctypes.c_void_p]),
         Function("cudaStreamSynchronize", ctypes.c_int, [ctypes.c_void_p]),
+        Function("cudaStreamQuery", ctypes.c_int, [ctypes.c_void_p]),
         Function("cudaStreamBeginCapture", ctypes.c_int, [ctypes.c_void_p, ctypes.c_int]),
         Function("cudaStreamEndCapture", ctypes.c_int, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)]),
         Function("cudaGraphInstantiateWithFlags", ctypes.c_int,
@@ -385,6 +412,15 @@ class CudaRuntime:
 
     def stream_synchronize(self, stream) -> None:
         self._call("cudaStreamSynchronize", stream)
+
+    def stream_query(self, stream) -> bool:
+        """True when all the stream's work is done, False while some is pending."""
+        code = self._f["cudaStreamQuery"](stream)
+        if code == CUDA_ERROR_NOT_READY:
+            return False
+        if code != 0:
+            raise CudaError(cuda_error_message("cudaStreamQuery", code, self.error_string(code)))
+        return True
 
     def begin_capture(self, stream: int, mode: int) -> None:
         self._call("cudaStreamBeginCapture", stream, mode)
@@ -546,12 +582,68 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=_positive(1), default=900, help="seconds before a hung run is ended (default 900)")
     p.add_argument("--verbose", "-v", action="store_true", help="print every check")
     p.add_argument("--self-test", action="store_true", help="host-side checks only, no CUDA or NCCL")
+    # One rank of N started by a launcher (tests/multiproc/launch_ranks.py): every rank may share one GPU.
+    g = p.add_argument_group("one rank of N under a launcher (RANK, WORLD_SIZE, SYMMEM_TEST_RENDEZVOUS_DIR)")
+    g.add_argument("--launched", action="store_true",
+                   help="run as rank $RANK of $WORLD_SIZE; rank 0's unique ids reach the others through files in "
+                        "$SYMMEM_TEST_RENDEZVOUS_DIR")
+    g.add_argument("--device", type=_positive(0), metavar="N",
+                   help="the GPU to use (default 0: with --launched every rank on GPU 0)")
+    g.add_argument("--rendezvous-timeout", type=_positive(1), default=300, metavar="S",
+                   help="seconds a rank waits for rank 0's unique id (default 300)")
+    g.add_argument("--expect-path", choices=EXPECT_PATHS, default="any",
+                   help="the path the caller expects; only printed: the caller checks it in each rank's log "
+                        "(NCCL_DEBUG=INFO: 'symmetric path on' / 'all-reduces stay on NCCL')")
+    g.add_argument("--abort-after-first", action="store_true",
+                   help="after one checked all-reduce, rank 0 calls ncclCommAbort while the other ranks wait in "
+                        "an all-reduce, and exits 0; the others must see an error or finish")
+    g.add_argument("--wait-async-error", type=_positive(0), default=0, metavar="S",
+                   help="after a failure, poll ncclCommGetAsyncError up to S seconds and print what it returns "
+                        "(0: not at all; with --abort-after-first: how long the others wait, default 120)")
+    g.add_argument("--stall-timeout", type=_positive(1), default=300, metavar="S",
+                   help="with --launched: an all-reduce not finished after S seconds is an error (default 300)")
+    g.add_argument("--keep-calling", type=_positive(0), default=0, metavar="S",
+                   help="with --launched: after the first communicator is up, keep making checked all-reduces "
+                        "for about S seconds (rank 0's clock, agreed through an all-reduce)")
     return p
+
+
+def _env_int(parser, environ, name: str) -> int:
+    text = environ.get(name, "")
+    try:
+        return int(text, 10)
+    except ValueError:
+        parser.error(f"--launched needs {name} set to an integer (got {text!r}); start it with "
+                     "tests/multiproc/launch_ranks.py")
+        raise  # not reached: parser.error exits
 
 
 def parse_args(argv=None, environ=None) -> argparse.Namespace:
     environ = os.environ if environ is None else environ
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    args.rank, args.world, args.rendezvous = 0, args.nranks, ""
+    if args.launched and not args.self_test:
+        if args.nranks != 1:
+            parser.error("--launched and --nranks do not go together: the launcher starts the ranks")
+        args.rank, args.world = _env_int(parser, environ, "RANK"), _env_int(parser, environ, "WORLD_SIZE")
+        if not 1 <= args.world <= MAX_RANKS:
+            parser.error(f"WORLD_SIZE must be in [1, {MAX_RANKS}]: {args.world}")
+        if not 0 <= args.rank < args.world:
+            parser.error(f"RANK must be in [0, {args.world - 1}]: {args.rank}")
+        args.rendezvous = environ.get("SYMMEM_TEST_RENDEZVOUS_DIR", "")
+        if args.world > 1 and not args.rendezvous:
+            parser.error("--launched with WORLD_SIZE > 1 needs SYMMEM_TEST_RENDEZVOUS_DIR (a folder every rank sees)")
+        if args.device is None:
+            args.device = 0
+    else:
+        for flag, given in (("--abort-after-first", args.abort_after_first), ("--keep-calling", args.keep_calling)):
+            if given:
+                parser.error(f"{flag} needs --launched")
+        if args.device is not None and args.nranks > 1:
+            parser.error("--device picks the GPU of one rank: not with --nranks > 1 (rank r uses GPU r)")
+    if args.abort_after_first and args.world < 2:
+        parser.error("--abort-after-first needs WORLD_SIZE >= 2")
     if args.nccl:
         args.nccl_path, args.nccl_source = args.nccl, "--nccl"
     elif environ.get("SGLANG_NCCL_SO_PATH"):
@@ -625,15 +717,62 @@ class Channel:
         write_frame(self.up_fd, b"R", json.dumps(result).encode())
 
 
+class FileChannel:
+    """Launched ranks: rank 0 writes each unique id to <dir>/uid-<k> (a temporary file, then a rename, so
+    that no rank reads half an id); the others poll for it, up to `timeout` seconds. k counts the ids."""
+
+    def __init__(self, directory: str, rank: int, timeout: float):
+        self.directory, self.rank, self.timeout = directory, rank, timeout
+        self.seq = 0
+
+    def _path(self) -> str:
+        self.seq += 1
+        return os.path.join(self.directory, f"uid-{self.seq}")
+
+    def publish_id(self, uid: ncclUniqueId) -> None:
+        path = self._path()
+        tmp = f"{path}.tmp-{os.getpid()}"
+        with open(tmp, "wb") as f:
+            f.write(bytes(uid))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+
+    def receive_id(self) -> ncclUniqueId:
+        path = self._path()
+        deadline = time.monotonic() + self.timeout
+        delay = 0.001
+        while True:
+            try:
+                with open(path, "rb") as f:
+                    data = f.read()
+                break
+            except FileNotFoundError:
+                if time.monotonic() >= deadline:
+                    raise RuntimeError(f"no unique id from rank 0 in {path} after {self.timeout:g} s "
+                                       "(rank 0 failed or is slow; see its log)") from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.05)
+        if len(data) != NCCL_UNIQUE_ID_BYTES:
+            raise RuntimeError(f"{path} holds {len(data)} bytes, not a {NCCL_UNIQUE_ID_BYTES}-byte unique id")
+        return ncclUniqueId.from_buffer_copy(data)
+
+    def send_result(self, result: dict) -> None:
+        pass  # each launched rank prints its own result
+
+
 # What builds the wrappers; the self-test's dry run puts host-only stand-ins here.
 HOOKS = {"nccl": NCCLLibrary, "cuda": CudaRuntime}
 
 
 # ==== one rank ======================================================================================
 class Rank:
-    def __init__(self, rank: int, nranks: int, args, channel: Optional[Channel], cuda: Optional[CudaRuntime]):
+    def __init__(self, rank: int, nranks: int, args, channel, cuda: Optional[CudaRuntime],
+                 device: Optional[int] = None, launched: bool = False):
         self.rank, self.nranks, self.args, self.channel = rank, nranks, args, channel
         self.cuda = cuda
+        self.device = rank if device is None else device
+        self.launched = launched
         self.checks = 0
         self.wrong = 0
         self.errors: List[str] = []
@@ -688,8 +827,48 @@ class Rank:
         self.expect(bool(comm.value), f"{what}: ncclCommInitRank returned a communicator")
         self.expect(lib.ncclCommCount(comm) == self.nranks, f"{what}: ncclCommCount == {self.nranks}")
         self.expect(lib.ncclCommUserRank(comm) == self.rank, f"{what}: ncclCommUserRank == {self.rank}")
-        self.expect(lib.ncclCommCuDevice(comm) == self.rank, f"{what}: ncclCommCuDevice == {self.rank}")
+        self.expect(lib.ncclCommCuDevice(comm) == self.device, f"{what}: ncclCommCuDevice == {self.device}")
         return comm
+
+    # -- waiting for a stream --
+    def wait(self, lib, comm, stream, what: str) -> None:
+        """Forked and single ranks: cudaStreamSynchronize. Launched ranks poll the stream and the
+        communicator's asynchronous error instead, so that a peer that died or aborted ends the wait
+        (an error) rather than hanging it; so does --stall-timeout."""
+        if not self.launched:
+            self.cuda.stream_synchronize(stream)
+            return
+        deadline = time.monotonic() + self.args.stall_timeout
+        delay = 0.0001
+        while True:
+            done = self.cuda.stream_query(stream)
+            code = lib.ncclCommGetAsyncError(comm)
+            if code not in (0, ncclInProgress):
+                raise NcclError(nccl_error_message(f"{what}: ncclCommGetAsyncError", code, lib.ncclGetErrorString(code),
+                                                   lib._last_error(comm)))
+            if done:
+                return
+            if time.monotonic() >= deadline:
+                raise NcclError(f"{what}: not finished after {self.args.stall_timeout} s (--stall-timeout)")
+            time.sleep(delay)
+            delay = min(delay * 2, 0.01)
+
+    def report_async_error(self, lib, comm, seconds: float) -> int:
+        """Polls ncclCommGetAsyncError up to `seconds` and prints what it returns; returns the last code."""
+        deadline = time.monotonic() + seconds
+        code = 0
+        while True:
+            try:
+                code = lib.ncclCommGetAsyncError(comm)
+            except NcclError as e:
+                self.say(f"ncclCommGetAsyncError itself failed: {e}")
+                return -1
+            if code not in (0, ncclInProgress) or time.monotonic() >= deadline:
+                break
+            time.sleep(0.05)
+        self.say(f"ncclCommGetAsyncError returned {code} ({lib.ncclGetErrorString(code)})"
+                 + ("" if code not in (0, ncclInProgress) else f" for {seconds:g} s"))
+        return code
 
     # -- one checked all-reduce, eager --
     def eager(self, lib, comm, dtype: str, count: int, inplace: bool, salt: int, stream, label: str,
@@ -713,7 +892,7 @@ class Rank:
                     lib.ncclGroupEnd()
             else:
                 lib.ncclAllReduce(send, recv, count, DTYPES[dtype][0], NCCL_SUM, comm, stream)
-            cuda.stream_synchronize(stream)
+            self.wait(lib, comm, stream, f"{label} {dtype} count {count}")
             where = "in place" if inplace else "out of place"
             self.compare(f"{label} {dtype} count {count} {where}", cuda.download(recv, nbytes),
                          expected_bytes(count, dtype, self.nranks, salt), dtype)
@@ -760,7 +939,7 @@ class Rank:
                         cuda.memset(recv, 0xFF, nbytes)
                 cuda.synchronize()
                 cuda.graph_launch(exec_, self.stream)
-                cuda.stream_synchronize(self.stream)
+                self.wait(lib, comm, self.stream, f"graph {dtype} count {count} replay {rep}")
                 for k, (send, recv, inplace) in enumerate(bufs):
                     where = "in place" if inplace else "out of place"
                     self.compare(f"graph {dtype} count {count} replay {rep} call {k} {where}",
@@ -794,7 +973,7 @@ class Rank:
         uid_comm = None
         comm = None
         try:
-            cuda.set_device(self.rank)
+            cuda.set_device(self.device)
             if self.rank == 0:
                 rt, drv = cuda.versions()
                 self.say(f"cudart {cuda.loaded_from} (runtime {rt}, driver {drv}); {self.nranks} rank(s); "
@@ -804,6 +983,13 @@ class Rank:
             if self.rank == 0:
                 fresh = lib.lib["ncclAllReduce"]  # a new dlsym on the same handle, now that NCCL is up
                 self.say(f"after ncclCommInitRank a fresh dlsym of ncclAllReduce lies in {defining_file(fresh)}")
+            if args.abort_after_first:
+                self.eager(lib, comm, "float32", 1001, True, 3, self.stream, "first")
+                comm = None
+                self.abort_while_others_wait(lib, uid_comm)
+                return
+            if args.keep_calling:
+                self.keep_calling(lib, comm, args.keep_calling)
             for dtype in DTYPES:
                 for count in counts_for(dtype, args.quick, args.max_bytes):
                     for inplace in (True, False):
@@ -819,6 +1005,8 @@ class Rank:
         except Exception as e:  # noqa: BLE001 - every failure is reported and fails the run
             self.errors.append(str(e) if isinstance(e, (NcclError, CudaError)) else traceback.format_exc())
             self.say(f"ERROR: {self.errors[-1]}")
+            if comm is not None and args.wait_async_error and lib is not None:
+                self.report_async_error(lib, comm, args.wait_async_error)
             if comm is not None:
                 try:
                     lib.ncclCommAbort(comm)  # never waits for a peer
@@ -830,6 +1018,83 @@ class Rank:
                     cuda.stream_destroy(self.stream)
                 except CudaError:
                     pass
+
+    def keep_calling(self, lib, comm, seconds: int) -> None:
+        """Checked all-reduces for about `seconds`; after each, a one-element all-reduce carries rank 0's
+        'go on' (1) or 'stop' (0), so that every rank makes the same number of calls."""
+        start = time.monotonic()
+        calls = 0
+        while True:
+            wrong = self.wrong
+            self.eager(lib, comm, "float32", 1001, calls % 2 == 0, calls % PERIOD, self.stream, "keep calling")
+            calls += 1
+            if self.wrong != wrong:  # a peer is gone or broken: stop here rather than call on
+                raise NcclError(f"wrong values after {calls} calls while calling on (a peer may be gone)")
+            go_on = 1.0 if self.rank == 0 and time.monotonic() - start < seconds else 0.0
+            if self.allreduce_value(lib, comm, go_on) == 0.0:
+                break
+        self.say(f"kept calling: {calls} checked all-reduces in {time.monotonic() - start:.1f} s")
+
+    def allreduce_value(self, lib, comm, value: float) -> float:
+        cuda = self.cuda
+        buf = cuda.malloc(4)
+        try:
+            cuda.upload(buf, struct.pack("<f", value))
+            lib.ncclAllReduce(buf, buf, 1, DTYPES["float32"][0], NCCL_SUM, comm, self.stream)
+            self.wait(lib, comm, self.stream, "go-on flag")
+            return struct.unpack("<f", cuda.download(buf, 4))[0]
+        finally:
+            cuda.free(buf)
+
+    def abort_while_others_wait(self, lib, comm) -> None:
+        """--abort-after-first: rank 0 aborts its communicator while the others wait in an all-reduce it
+        never joins; they must see an error or see the all-reduce end. No result is checked after that."""
+        args = self.args
+        if self.rank == 0:
+            time.sleep(ABORT_DELAY_S)
+            lib.ncclCommAbort(comm)
+            self.expect(True, "ncclCommAbort on the first communicator while the other ranks wait in an all-reduce")
+            self.say("aborted the first communicator; exiting without another call")
+            return
+        cuda = self.cuda
+        count = 1001
+        nbytes = count * DTYPES["float32"][1]
+        send, recv = cuda.malloc(nbytes), cuda.malloc(nbytes)
+        seconds = args.wait_async_error or 120
+        outcome = ""
+        try:
+            cuda.upload(send, contribution_bytes(count, "float32", self.rank, 4))
+            cuda.synchronize()
+            lib.ncclAllReduce(send, recv, count, DTYPES["float32"][0], NCCL_SUM, comm, self.stream)
+            deadline = time.monotonic() + seconds
+            while not outcome:
+                done = cuda.stream_query(self.stream)
+                code = lib.ncclCommGetAsyncError(comm)
+                if code not in (0, ncclInProgress):
+                    outcome = f"saw an error: ncclCommGetAsyncError returned {code} ({lib.ncclGetErrorString(code)})"
+                elif done:
+                    outcome = f"the all-reduce ended; ncclCommGetAsyncError returned {code} ({lib.ncclGetErrorString(code)})"
+                elif time.monotonic() >= deadline:
+                    break
+                else:
+                    time.sleep(0.01)
+        except (NcclError, CudaError) as e:
+            outcome = f"saw an error: {e}"
+        finally:
+            try:
+                lib.ncclCommAbort(comm)  # ends a kernel still waiting for rank 0
+            except NcclError as e:
+                self.say(f"ncclCommAbort after rank 0's abort: {e}")
+            for ptr in (send, recv):
+                try:
+                    cuda.free(ptr)
+                except CudaError:
+                    pass  # a sticky error after the peer went away: already reported
+        if outcome:
+            self.expect(True, f"while rank 0 aborted: {outcome}")
+            self.say(f"while rank 0 aborted: {outcome}")
+        else:
+            self.expect(False, f"while rank 0 aborted: neither an error nor the end of the all-reduce in {seconds} s")
 
     def lifecycle(self, version: int) -> None:
         """No communicator left: go on through the cached pointers, as a long-lived vLLM process does."""
@@ -925,8 +1190,10 @@ def run_single(args) -> int:
         return EXIT_FAIL
     if count < 1:
         return skip(1, count, why)
+    if args.device is not None and count <= args.device:
+        return skip(args.device + 1, count, why)
     faulthandler.dump_traceback_later(args.timeout, exit=True)
-    rank = Rank(0, 1, args, None, cuda)
+    rank = Rank(0, 1, args, None, cuda, device=args.device)
     try:
         rank.run()
     except Exception as e:  # noqa: BLE001 - before any communicator: loading NCCL, the first calls
@@ -934,6 +1201,36 @@ def run_single(args) -> int:
         rank.say(f"ERROR: {e}")
     faulthandler.cancel_dump_traceback_later()
     return finish([rank.result()], 1, [])
+
+
+def run_launched(args) -> int:
+    """One rank of args.world, started by a launcher; prints its own summary line."""
+    prefix = f"{PROG}[rank {args.rank}]"
+    note = f" ({NO_LATENCY})" if args.world > 1 else ""
+    print(f"{prefix}: rank {args.rank} of {args.world} on GPU {args.device}; expected path: {args.expect_path} "
+          f"(checked by the caller in this log){note}", flush=True)
+    count, why, cuda = probe_gpus(args)
+    if cuda is None and args.cudart:
+        print(f"{prefix}: ERROR: {why}", flush=True)
+        return EXIT_FAIL
+    if count <= args.device:
+        reason = f": {why}" if why else ""
+        print(f"{prefix}: SKIPPED: needs GPU {args.device}, found {count} GPU(s){reason}", flush=True)
+        return EXIT_SKIP
+    faulthandler.dump_traceback_later(args.timeout, exit=True)
+    channel = FileChannel(args.rendezvous, args.rank, args.rendezvous_timeout) if args.world > 1 else None
+    rank = Rank(args.rank, args.world, args, channel, cuda, device=args.device, launched=True)
+    rank.prefix = prefix
+    try:
+        rank.run()
+    except Exception as e:  # noqa: BLE001 - before any communicator: loading NCCL, the unique id
+        rank.errors.append(str(e))
+        rank.say(f"ERROR: {e}")
+    faulthandler.cancel_dump_traceback_later()
+    print(f"{prefix}: {rank.checks} checks, {rank.wrong} wrong{note}", flush=True)
+    if rank.errors:
+        print(f"{prefix}: FAILED: {len(rank.errors)} error(s)", flush=True)
+    return EXIT_OK if not rank.errors and not rank.wrong else EXIT_FAIL
 
 
 def child_main(rank: int, nranks: int, args, up_fd: int, down_fd: int) -> int:
@@ -1104,6 +1401,11 @@ class _FakeCuda:
     def stream_destroy(self, stream):
         self.free(stream)
 
+    def stream_query(self, stream):
+        if stream in self.capturing:
+            raise CudaError(cuda_error_message("cudaStreamQuery", 900, "operation not permitted when stream is capturing"))
+        return True
+
     def stream_synchronize(self, stream):
         if stream in self.capturing:
             raise CudaError(cuda_error_message("cudaStreamSynchronize", 900, "operation not permitted when stream is capturing"))
@@ -1214,6 +1516,9 @@ class _FakeNccl:
         parts = []
         for r in range(state["nranks"]):
             while not os.path.exists(stem + str(r)):
+                if glob.glob(os.path.join(_FakeNccl.meet, f"{state['id']}-aborted-*")):
+                    state["async"] = 6  # a peer aborted: this call never completes its sum
+                    return data
                 if time.monotonic() > deadline:
                     raise NcclError(nccl_error_message("ncclAllReduce", 6, "remote process exited or there was a network error"))
                 time.sleep(0.001)
@@ -1227,7 +1532,19 @@ class _FakeNccl:
             raise NcclError(nccl_error_message("ncclCommDestroy", 3, "internal error"))
 
     def ncclCommAbort(self, comm):
-        self._comm(comm, "ncclCommAbort")["live"] = False
+        state = self._comm(comm, "ncclCommAbort")
+        state["live"] = False
+        if state["nranks"] > 1:  # the peers' waits see it (a remote error), as over NCCL's sockets
+            open(os.path.join(_FakeNccl.meet, f"{state['id']}-aborted-{state['rank']}"), "wb").close()
+
+    def ncclCommGetAsyncError(self, comm):
+        return self._comm(comm, "ncclCommGetAsyncError").get("async", 0)
+
+    def ncclGetErrorString(self, code):
+        return {0: "no error", 6: "remote process exited or there was a network error"}.get(code, "error")
+
+    def _last_error(self, comm=None):
+        return ""
 
 
 def dry_run(argv, gpus: int = 1, flaw: str = ""):
@@ -1255,6 +1572,53 @@ def dry_run(argv, gpus: int = 1, flaw: str = ""):
         HOOKS.update(saved)
     out.seek(0)
     return code, out.read().decode(errors="replace")
+
+
+def dry_run_launched(argv, nranks: int, flaw: str = "", environ_extra=None):
+    """Runs `nranks` launched ranks (forked here, as a launcher would start them) on the stand-ins;
+    returns ([exit status per rank], [output per rank])."""
+    import tempfile
+    saved = dict(HOOKS)
+    HOOKS.update(nccl=_FakeNccl, cuda=_FakeCuda)
+    _FakeCuda.gpus, _FakeNccl.flaw, _FakeNccl._comms = 1, flaw, {}
+    codes, texts = [], []
+    try:
+        with tempfile.TemporaryDirectory(prefix="pynccl-dry-") as meet, \
+                tempfile.TemporaryDirectory(prefix="pynccl-rdv-") as rendezvous:
+            _FakeNccl.meet = meet
+            outs = [tempfile.TemporaryFile() for _ in range(nranks)]
+            pids = []
+            sys.stdout.flush()
+            sys.stderr.flush()
+            for rank in range(nranks):
+                pid = os.fork()
+                if pid == 0:
+                    code = EXIT_FAIL
+                    try:
+                        os.dup2(outs[rank].fileno(), 1)
+                        os.dup2(outs[rank].fileno(), 2)
+                        environ = {"RANK": str(rank), "WORLD_SIZE": str(nranks),
+                                   "SYMMEM_TEST_RENDEZVOUS_DIR": rendezvous}
+                        environ.update(environ_extra or {})
+                        code = run_launched(parse_args(["--launched"] + list(argv), environ=environ))
+                    except BaseException:  # noqa: BLE001
+                        traceback.print_exc()
+                    finally:
+                        sys.stdout.flush()
+                        sys.stderr.flush()
+                        os._exit(code)
+                pids.append(pid)
+            for pid in pids:
+                _, status = os.waitpid(pid, 0)
+                codes.append(os.waitstatus_to_exitcode(status))
+            for out in outs:
+                out.seek(0)
+                texts.append(out.read().decode(errors="replace"))
+                out.close()
+    finally:
+        HOOKS.clear()
+        HOOKS.update(saved)
+    return codes, texts
 
 
 # ==== self-test (host only) =========================================================================
@@ -1448,6 +1812,96 @@ def self_test() -> int:
     code, text = dry_run(small + ["--nranks", "2"], gpus=2, flaw="fail-destroy")
     check(code == EXIT_FAIL and "ncclCommDestroy failed" in text, f"dry run, 2 ranks: an NCCL error fails (status {code})")
 
+    # one rank of N under a launcher: arguments, the id files, the driver on the stand-ins
+    launched_env = {"RANK": "1", "WORLD_SIZE": "4", "SYMMEM_TEST_RENDEZVOUS_DIR": "/tmp/rdv"}
+    a = parse_args(["--launched"], environ=launched_env)
+    check((a.launched, a.rank, a.world, a.device, a.rendezvous, a.expect_path, a.abort_after_first,
+           a.wait_async_error, a.keep_calling) == (True, 1, 4, 0, "/tmp/rdv", "any", False, 0, 0),
+          "--launched: rank and world from the environment, GPU 0")
+    a = parse_args(["--launched", "--device", "2", "--expect-path", "symmetric", "--abort-after-first",
+                    "--wait-async-error", "30", "--stall-timeout", "20", "--keep-calling", "5"], environ=launched_env)
+    check((a.device, a.expect_path, a.abort_after_first, a.wait_async_error, a.stall_timeout, a.keep_calling)
+          == (2, "symmetric", True, 30, 20, 5), "launched options parsed")
+    check(parse_args(["--launched"], environ={"RANK": "0", "WORLD_SIZE": "1"}).rendezvous == "",
+          "one launched rank needs no rendezvous folder")
+    check(parse_args(["--device", "1"], environ={}).device == 1, "--device with one rank")
+    check(parse_args(["--wait-async-error", "5"], environ={}).wait_async_error == 5, "--wait-async-error alone")
+    bad_launched = [
+        (["--launched"], {}), (["--launched"], {"RANK": "0"}), (["--launched"], {"RANK": "x", "WORLD_SIZE": "2"}),
+        (["--launched"], {"RANK": "2", "WORLD_SIZE": "2", "SYMMEM_TEST_RENDEZVOUS_DIR": "/r"}),
+        (["--launched"], {"RANK": "-1", "WORLD_SIZE": "2", "SYMMEM_TEST_RENDEZVOUS_DIR": "/r"}),
+        (["--launched"], {"RANK": "0", "WORLD_SIZE": "0"}),
+        (["--launched"], {"RANK": "0", "WORLD_SIZE": "2"}),  # no rendezvous folder
+        (["--launched", "--nranks", "2"], launched_env), (["--launched", "--device", "-1"], launched_env),
+        (["--launched", "--expect-path", "fast"], launched_env),
+        (["--launched", "--abort-after-first"], {"RANK": "0", "WORLD_SIZE": "1"}),
+        (["--abort-after-first"], {}), (["--keep-calling", "3"], {}), (["--nranks", "2", "--device", "0"], {}),
+        (["--launched", "--wait-async-error", "-1"], launched_env)]
+    for bad, environ in bad_launched:
+        try:
+            stderr, sys.stderr = sys.stderr, open(os.devnull, "w")
+            try:
+                parse_args(bad, environ=environ)
+            finally:
+                sys.stderr.close()
+                sys.stderr = stderr
+            check(False, f"{bad} with {environ} rejected")
+        except SystemExit as e:
+            check(e.code == EXIT_USAGE, f"{bad} with {environ} rejected with status 2")
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="pynccl-ids-") as d:
+        zero, one = FileChannel(d, 0, 1), FileChannel(d, 1, 1)
+        uids = [ncclUniqueId.from_buffer_copy(bytes((i + k) % 256 for i in range(128))) for k in (1, 2)]
+        for uid in uids:
+            zero.publish_id(uid)
+        check(sorted(os.listdir(d)) == ["uid-1", "uid-2"], f"ids written whole, no temporary left: {os.listdir(d)}")
+        check([one.receive_id().internal[:] for _ in uids] == [u.internal[:] for u in uids], "ids read back in order")
+        started = time.monotonic()
+        try:
+            one.receive_id()
+            check(False, "a missing id is reported")
+        except RuntimeError as e:
+            check("no unique id from rank 0" in str(e) and "uid-3" in str(e) and time.monotonic() - started < 5,
+                  f"a missing id ends the wait with a message: {e}")
+        with open(os.path.join(d, "uid-4"), "wb") as f:
+            f.write(b"short")
+        try:
+            one.receive_id()
+            check(False, "a short id file is refused")
+        except RuntimeError as e:
+            check("not a 128-byte unique id" in str(e), "a short id file is refused")
+
+    def rank_summary(text, rank):
+        lines = [l for l in text.splitlines() if l.startswith(f"{PROG}[rank {rank}]: ") and " checks, " in l]
+        return lines[-1] if lines else ""
+
+    def rank_checks(text, rank):
+        line = rank_summary(text, rank)
+        return int(line.split(": ")[1].split()[0]) if line else 0
+
+    codes, texts = dry_run_launched(small, 2)
+    check(codes == [0, 0] and all(rank_summary(t, r).endswith(f" 0 wrong ({NO_LATENCY})") for r, t in enumerate(texts)),
+          f"dry run, 2 launched ranks: {codes}\n{texts}")
+    check(rank_checks(texts[0], 0) == n1 and rank_checks(texts[1], 1) == n1,
+          f"dry run, 2 launched ranks: as many checks each as one rank alone ({n1})")
+    check(all("expected path: any" in t for t in texts), "the expected path is printed")
+    codes, texts = dry_run_launched(small + ["--device", "1"], 2)
+    check(codes == [EXIT_SKIP] * 2 and all("SKIPPED: needs GPU 1" in t for t in texts),
+          f"dry run: launched on a GPU that is not there is skipped ({codes})")
+    codes, texts = dry_run_launched(small, 3, flaw="skip-out-of-place")
+    check(all(c == EXIT_FAIL for c in codes) and all("WRONG" in t for t in texts),
+          f"dry run, 3 launched ranks, a flaw: every rank fails ({codes})")
+    for n in (2, 3):
+        codes, texts = dry_run_launched(["--abort-after-first", "--wait-async-error", "20"], n)
+        check(codes == [0] * n, f"dry run, --abort-after-first, {n} ranks: every rank exits 0 ({codes})\n{texts}")
+        check("aborted the first communicator" in texts[0], "rank 0 aborts")
+        check(all("while rank 0 aborted: saw an error: ncclCommGetAsyncError returned 6" in t for t in texts[1:]),
+              f"the others see the remote error ({texts[1:]})")
+    codes, texts = dry_run_launched(small + ["--keep-calling", "1"], 2)
+    check(codes == [0, 0] and all("kept calling: " in t for t in texts)
+          and len({t.split("kept calling: ")[1].split()[0] for t in texts}) == 1,
+          f"dry run, --keep-calling: both ranks make the same number of calls ({codes})")
+
     print(f"{PROG} self-test: {checks} checks, {len(failures)} failed", flush=True)
     return EXIT_OK if not failures else EXIT_FAIL
 
@@ -1458,6 +1912,8 @@ def main(argv=None) -> int:
         return self_test()
     # NVLink multicast stays off unless the caller decides otherwise (it can take shared hosts down).
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+    if args.launched:
+        return run_launched(args)
     if args.nranks == 1:
         return run_single(args)
     return run_forked(args)
