@@ -137,6 +137,10 @@ void openAgreement(const ProcessContext& process, const void* contextSlot, uint6
   ticket->nNodes = countsFit(nRanks, nNodes) ? static_cast<int>(nNodes) : 0;
   const Declaration d = declarationFor(process, commId, nRanks, nNodes, reaches, whyNotReached);
   ticket->whyNot = d.whyNot;
+  // Said here too: a rank whose calls never reach the interposer has no other moment to say it.
+  if (d.join && !d.whyNot.empty())
+    SYMMEM_INFO(kLogInit | kLogColl, "comm 0x%llx: all-reduces stay on NCCL, on every rank (%s)",
+                static_cast<unsigned long long>(commId), d.whyNot.c_str());
   if (d.join) {
     std::string why;
     ticket->rendezvous = Rendezvous::join(commId, ticket->nRanks, &why);

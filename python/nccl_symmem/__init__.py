@@ -19,8 +19,8 @@ import shlex
 import sys
 import warnings
 
-__all__ = ["PLUGIN_NAME", "enable", "export_line", "loaded_nccl", "nccl_library_dirs", "plugin_path", "tool_path",
-           "tools"]
+__all__ = ["PLUGIN_NAME", "enable", "export_line", "loaded_nccl", "nccl_library_dirs", "plugin_path",
+           "tool_library_path", "tool_path", "tools"]
 
 PLUGIN_NAME = "libnccl-tuner-symmem.so"
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -85,16 +85,39 @@ def _loaded_by_soname():
     return ["libnccl.so.2"]
 
 
+def _folder_key(path):
+    """One spelling for a folder however it is written (relative, trailing slash, through a symlink)."""
+    return os.path.realpath(path or os.getcwd())
+
+
 def nccl_library_dirs(search_path=None):
     """Folders of the pip NCCL (the nvidia-nccl-cu* wheels: nvidia/nccl/lib/libnccl.so.2) on
-    `search_path` (sys.path by default). The tools run with them on LD_LIBRARY_PATH, so in a venv whose
-    NCCL came from pip they load the same NCCL the application does."""
-    dirs = []
+    `search_path` (sys.path by default), in its order, each folder once. The tools run with them on
+    LD_LIBRARY_PATH, so in a venv whose NCCL came from pip they load the same NCCL the application does."""
+    dirs, seen = [], set()
     for entry in sys.path if search_path is None else search_path:
         lib = os.path.join(entry or os.getcwd(), "nvidia", "nccl", "lib")
-        if os.path.isfile(os.path.join(lib, "libnccl.so.2")) and lib not in dirs:
+        if os.path.isfile(os.path.join(lib, "libnccl.so.2")) and _folder_key(lib) not in seen:
+            seen.add(_folder_key(lib))
             dirs.append(lib)
     return dirs
+
+
+def tool_library_path(current, nccl_dirs=None):
+    """The LD_LIBRARY_PATH the tools run with: `current` (the caller's value; None or "" for none)
+    unchanged and first, then each folder of `nccl_dirs` (nccl_library_dirs() by default) that it does
+    not name yet. A pip NCCL the user put on the path already (wherever in it, however spelt) is not
+    added a second time, and what the user put first stays first: the loader takes the NCCL the user
+    chose, and the venv's where the user chose none. None when there is nothing to set."""
+    if nccl_dirs is None:
+        nccl_dirs = nccl_library_dirs()
+    named = {_folder_key(entry) for entry in (current or "").split(os.pathsep) if entry}
+    added = []
+    for folder in nccl_dirs:
+        if _folder_key(folder) not in named:
+            named.add(_folder_key(folder))
+            added.append(folder)
+    return os.pathsep.join(([current] if current else []) + added) or None
 
 
 def enable():

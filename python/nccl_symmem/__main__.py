@@ -28,10 +28,11 @@ def _run_tool(name, args):
         return 2
     env = dict(os.environ)
     # A venv's NCCL from pip is not on the loader's path; the tools (and the plugin they load, which
-    # NEEDs libnccl.so.2) use it as the application would. The caller's LD_LIBRARY_PATH comes first.
-    pip_nccl = nccl_symmem.nccl_library_dirs()
-    if pip_nccl:
-        env["LD_LIBRARY_PATH"] = os.pathsep.join([p for p in [env.get("LD_LIBRARY_PATH", "")] if p] + pip_nccl)
+    # NEEDs libnccl.so.2) use it as the application would. The caller's LD_LIBRARY_PATH comes first and
+    # a folder already on it is not added again (nccl_symmem.tool_library_path).
+    library_path = nccl_symmem.tool_library_path(env.get("LD_LIBRARY_PATH"))
+    if library_path is not None:
+        env["LD_LIBRARY_PATH"] = library_path
     sys.stdout.flush()
     sys.stderr.flush()
     os.execve(tool, [os.path.basename(tool)] + args, env)  # returns only by raising

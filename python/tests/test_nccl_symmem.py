@@ -97,28 +97,77 @@ class Package(unittest.TestCase):
         self.assertIn("Tools here: info", r.stderr)
         self.assertEqual(self.module("../../bin/sh").returncode, 2)
 
-    def test_tools_see_a_pip_nccl_on_the_library_path(self):
-        site = os.path.join(self.root, "site")
+    def pip_nccl(self, name):
+        """A site-packages folder `name` under the test's root holding a pip NCCL; returns (site, its lib)."""
+        site = os.path.join(self.root, name)
         lib = os.path.join(site, "nvidia", "nccl", "lib")
         os.makedirs(lib, exist_ok=True)
         open(os.path.join(lib, "libnccl.so.2"), "w").close()
+        return site, lib
+
+    def tool_library_path(self, library_path, sites):
+        """LD_LIBRARY_PATH as a tool run through `python -m nccl_symmem` sees it, with the caller's
+        `library_path` (None: unset) and `sites` as the only folders searched for a pip NCCL: the child
+        runs with -S, so the site-packages of the Python running the test (a venv with torch's NCCL, say)
+        are not searched, and it gives the same answer on any machine. None: the tool saw it unset."""
         recorder = os.path.join(self.root, "nccl_symmem", "bin", "symmem-ldpath")
         with open(recorder, "w", encoding="utf-8") as f:
-            f.write('#!/bin/sh\nprintf %s "$LD_LIBRARY_PATH" > "$0.ld"\n')
+            f.write('#!/bin/sh\nif [ -n "${LD_LIBRARY_PATH+set}" ]; then printf %s "$LD_LIBRARY_PATH"; '
+                    'else printf unset; fi > "$0.ld"\n')
         os.chmod(recorder, 0o755)
         code = textwrap.dedent(f"""
             import runpy, sys
-            sys.path.append({site!r})
+            sys.path.extend({list(sites)!r})
             sys.argv = ["nccl_symmem", "ldpath"]
             runpy.run_module("nccl_symmem", run_name="__main__")
         """)
         try:
-            r = self.run_python(["-c", code], env_extra={"LD_LIBRARY_PATH": "/first"})
+            if library_path is None:
+                r = self.run_python(["-S", "-c", code], env_drop=("LD_LIBRARY_PATH",))
+            else:
+                r = self.run_python(["-S", "-c", code], env_extra={"LD_LIBRARY_PATH": library_path})
             self.assertEqual(r.returncode, 0, r.stderr)
             with open(recorder + ".ld", encoding="utf-8") as f:
-                self.assertEqual(f.read(), "/first:" + lib)
+                seen = f.read()
+            return None if seen == "unset" else seen
         finally:
-            os.remove(recorder)
+            for path in (recorder, recorder + ".ld"):
+                if os.path.exists(path):
+                    os.remove(path)
+
+    def test_tools_see_a_pip_nccl_on_the_library_path(self):
+        site, lib = self.pip_nccl("site")
+        self.assertEqual(self.tool_library_path("/first", [site]), "/first:" + lib)
+        self.assertEqual(self.tool_library_path(None, [site]), lib)
+        self.assertEqual(self.tool_library_path("", [site]), lib)
+
+    def test_tools_keep_a_pip_nccl_already_on_the_library_path(self):
+        # A venv whose NCCL the user (or the venv's activation) put on the path: nothing is added twice,
+        # wherever it stands and however it is spelt, and what the user put first stays first.
+        site, lib = self.pip_nccl("site")
+        link = os.path.join(self.root, "site-link")
+        if not os.path.islink(link):
+            os.symlink(site, link)
+        for given in (lib + ":/first", "/first:" + lib, "/first:" + lib + "/",
+                      os.path.join(link, "nvidia", "nccl", "lib") + ":/first"):
+            with self.subTest(LD_LIBRARY_PATH=given):
+                self.assertEqual(self.tool_library_path(given, [site]), given)
+        # Found through the symlinked site while the path names the real folder: the same folder.
+        self.assertEqual(self.tool_library_path(lib, [link]), lib)
+        # Another NCCL first (the user's choice), the venv's after it.
+        other_site, other = self.pip_nccl("other-site")
+        self.assertEqual(self.tool_library_path(other, [site]), other + ":" + lib)
+        self.assertEqual(self.tool_library_path(other + ":" + lib, [site, other_site]), other + ":" + lib)
+
+    def test_tools_get_each_pip_nccl_once_in_search_order(self):
+        site, lib = self.pip_nccl("site")
+        other_site, other = self.pip_nccl("other-site")
+        self.assertEqual(self.tool_library_path("/first", [other_site, site, other_site]),
+                         "/first:" + other + ":" + lib)
+
+    def test_tools_keep_the_library_path_without_a_pip_nccl(self):
+        self.assertEqual(self.tool_library_path("/first", []), "/first")
+        self.assertIsNone(self.tool_library_path(None, []))
 
     def enable_in_child(self, load_first, env_drop=("NCCL_TUNER_PLUGIN",), env_extra=None):
         code = textwrap.dedent(f"""

@@ -1,15 +1,23 @@
 // SPDX-License-Identifier: Apache-2.0
 // NCCL loads its tuner at a communicator's creation and unloads it after the last one (finalize +
 // dlclose): a job that creates communicators one after another loads the plugin again and again.
-// With attach off nothing keeps it mapped, so whatever it allocated must go with it.
+// With attach off nothing keeps it mapped, so whatever it allocated must go with it, and what it set
+// up outside itself must be given back or set up once for the process: NVML, which the driver's
+// library does not fully give back at a shutdown, stays initialised once for the process
+// (topology/nvml_library.cpp), every other init of it is shut down at unload.
+//
+// The GPU machine's case runs here too: a stand-in libnvidia-ml.so.1 (tests/unit/fake_nvml/), loaded
+// before the plugin, answers for one GPU and keeps memory at every full set-up, as the driver's does.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <string>
 
 #include "plugin/tuner_abi.h"
+#include "symmem/fake_nvml_path.h"
 #include "tests/unit/forked_check.h"
 
 namespace {
@@ -37,19 +45,127 @@ bool loadInitFinalizeUnload() {
   return ok;
 }
 
+bool pluginMapped() {
+  void* h = dlopen(SYMMEM_PLUGIN_PATH, RTLD_NOW | RTLD_NOLOAD);
+  if (h) dlclose(h);
+  return h != nullptr;
+}
+
+// 50 cycles to settle (what stays for good, libraries the plugin loads once, is in by then), then the
+// growth of resident memory over 250 more. "" when it stays flat.
+std::string residentGrowthOverCycles() {
+  for (int i = 0; i < 50; ++i)
+    if (!loadInitFinalizeUnload()) return "the plugin did not load\n";
+  const long before = residentKiB();
+  for (int i = 0; i < 250; ++i)
+    if (!loadInitFinalizeUnload()) return "the plugin did not load\n";
+  const long grown = residentKiB() - before;
+  std::printf("[ info ] resident memory over 250 load/unload cycles: %+ld KiB\n", grown);
+  std::fflush(stdout);
+  // 72 KiB a cycle (NVML set up afresh at every load) would be 18 MiB; allocator noise stays far below 2 MiB.
+  return grown < 2048 ? "" : "resident memory grew by " + std::to_string(grown) + " KiB over 250 cycles\n";
+}
+
 TEST(PluginReload, ThreeHundredLoadsWithAttachOffKeepResidentMemoryFlat) {
   const std::string problems = symmem::testing::runForkedCheck([]() -> std::string {
     setenv("SYMMEM_ATTACH", "0", 1);
-    for (int i = 0; i < 50; ++i)  // what stays for good (libraries the plugin loads once) is in by now
+    return residentGrowthOverCycles();
+  });
+  EXPECT_EQ(problems, "");
+}
+
+// ---- With the stand-in NVML ----
+
+struct NvmlCounts {
+  int inits = 0, shutdowns = 0, setUps = 0, tearDowns = 0;
+};
+using CountsFn = void (*)(int*, int*, int*, int*);
+
+// The stand-in's counts, through the handle the test holds.
+NvmlCounts countsOf(CountsFn counts) {
+  NvmlCounts c;
+  counts(&c.inits, &c.shutdowns, &c.setUps, &c.tearDowns);
+  return c;
+}
+
+std::string describe(const NvmlCounts& c) {
+  return std::to_string(c.inits) + " inits, " + std::to_string(c.shutdowns) + " shutdowns, " +
+         std::to_string(c.setUps) + " set-ups, " + std::to_string(c.tearDowns) + " tear-downs";
+}
+
+class PluginReloadWithNvml : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // The plugin must find the stand-in under NVML's soname. A process that loaded the driver's
+    // library already (an earlier test of the same run, on a GPU machine) would hand it that one.
+    if (void* loaded = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_NOLOAD)) {
+      const bool standIn = dlsym(loaded, "symmemFakeNvmlCounts") != nullptr;
+      dlclose(loaded);
+      if (!standIn)
+        GTEST_SKIP() << "libnvidia-ml.so.1 of the driver is loaded in this process already; run this test in a "
+                        "process of its own (as ctest does)";
+    }
+  }
+
+  // Runs `check` in a forked child whose NVML is the stand-in, with attach off (nothing pins the plugin).
+  static std::string inChildWithStandIn(const std::function<std::string(CountsFn)>& check) {
+    return symmem::testing::runForkedCheck([&check]() -> std::string {
+      setenv("SYMMEM_ATTACH", "0", 1);
+      void* nvml = dlopen(SYMMEM_FAKE_NVML_PATH, RTLD_NOW | RTLD_LOCAL);
+      const auto counts = nvml ? reinterpret_cast<CountsFn>(dlsym(nvml, "symmemFakeNvmlCounts")) : nullptr;
+      if (!counts) return std::string("cannot load the stand-in NVML ") + SYMMEM_FAKE_NVML_PATH + "\n";
+      void* asThePluginAsks = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_NOLOAD);
+      if (asThePluginAsks != nvml) return "libnvidia-ml.so.1 is not the stand-in in this process\n";
+      dlclose(asThePluginAsks);
+      return check(counts);
+    });
+  }
+};
+
+// The GPU machine's case: NVML answers, and a full set-up of it costs memory the tear-down keeps.
+TEST_F(PluginReloadWithNvml, ThreeHundredLoadsKeepResidentMemoryFlat) {
+  const std::string problems = inChildWithStandIn([](CountsFn counts) -> std::string {
+    std::string out = residentGrowthOverCycles();
+    const NvmlCounts c = countsOf(counts);
+    if (c.inits != 300) out += "the plugin did not ask NVML at every load (" + describe(c) + ")\n";
+    if (c.setUps != 1 || c.tearDowns != 0) out += "NVML was set up more than once (" + describe(c) + ")\n";
+    return out;
+  });
+  EXPECT_EQ(problems, "");
+}
+
+TEST_F(PluginReloadWithNvml, EveryInitButTheOneKeptForTheProcessIsShutDownAndThePluginUnloads) {
+  const std::string problems = inChildWithStandIn([](CountsFn counts) -> std::string {
+    std::string out;
+    for (int i = 1; i <= 5; ++i) {
       if (!loadInitFinalizeUnload()) return "the plugin did not load\n";
-    const long before = residentKiB();
-    for (int i = 0; i < 250; ++i)
+      if (pluginMapped()) out += "cycle " + std::to_string(i) + ": the plugin stayed loaded\n";
+      const NvmlCounts c = countsOf(counts);
+      if (c.inits != i || c.shutdowns != i - 1 || c.setUps != 1)
+        out += "cycle " + std::to_string(i) + ": " + describe(c) + "; want " + std::to_string(i) + " inits, " +
+               std::to_string(i - 1) + " shutdowns, 1 set-up\n";
+    }
+    return out;
+  });
+  EXPECT_EQ(problems, "");
+}
+
+TEST_F(PluginReloadWithNvml, AnNvmlTheApplicationInitialisedIsLeftAsFound) {
+  const std::string problems = inChildWithStandIn([](CountsFn counts) -> std::string {
+    void* nvml = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_NOLOAD);
+    const auto init = nvml ? reinterpret_cast<int (*)()>(dlsym(nvml, "nvmlInit_v2")) : nullptr;
+    const auto shutdown = nvml ? reinterpret_cast<int (*)()>(dlsym(nvml, "nvmlShutdown")) : nullptr;
+    if (!init || !shutdown || init() != 0) return "cannot initialise the stand-in NVML\n";
+    for (int i = 0; i < 5; ++i)
       if (!loadInitFinalizeUnload()) return "the plugin did not load\n";
-    const long grown = residentKiB() - before;
-    std::printf("[ info ] resident memory over 250 load/unload cycles: %+ld KiB\n", grown);
-    std::fflush(stdout);
-    // 115 KiB a cycle would be 28 MiB; allocator noise stays far below 2 MiB.
-    return grown < 2048 ? "" : "resident memory grew by " + std::to_string(grown) + " KiB over 250 cycles\n";
+    NvmlCounts c = countsOf(counts);
+    std::string out;
+    if (c.inits != 6 || c.shutdowns != 5) out += "the plugin kept an NVML it found initialised: " + describe(c) + "\n";
+    shutdown();  // the application's
+    c = countsOf(counts);
+    if (c.setUps != 1 || c.tearDowns != 1) out += "NVML not torn down by its owner's shutdown: " + describe(c) + "\n";
+    dlclose(nvml);
+    return out;
   });
   EXPECT_EQ(problems, "");
 }
