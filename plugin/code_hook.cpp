@@ -458,6 +458,17 @@ void noteLeftWritable(CodeHookReport& report, const std::vector<Plan>& plans, co
                            ": its code page could not be given its protection back and stays writable");
 }
 
+// The install stands, but a thread interrupted inside the bytes by another signal handler that is
+// still running was not looked for: said, so that the plugin logs it.
+void noteStackScanError(CodeHookReport& report, const ParkCounts& counts) {
+  if (counts.stackScanError == 0) return;
+  report.notes.push_back(std::string("the parked threads' stacks could not be searched for signal frames "
+                                     "inside the rewritten bytes (process_vm_readv/writev: ") +
+                         std::strerror(counts.stackScanError) +
+                         "): a thread stopped there by a signal handler that is still running would resume "
+                         "inside the new jump");
+}
+
 }  // namespace
 
 CodeHookReport installCodeHooks(std::span<const CodeHook> hooks, const CodeHookOptions& options) {
@@ -582,6 +593,7 @@ CodeHookReport installCodeHooks(std::span<const CodeHook> hooks, const CodeHookO
   writeAll(log, Protector{options}, pages, at, bytes, written);
   const ParkCounts counts = parking.release();  // nothing allocates before this
   noteLeftWritable(report, plans, written.leftWritable);
+  noteStackScanError(report, counts);
   if (written.failedAt != SIZE_MAX) {
     std::string reason = std::string(plans[written.failedAt].hook->name) + ": " + writeRefusal(written.err);
     if (!written.rolledBack) reason += "; and an earlier write could not be taken back";

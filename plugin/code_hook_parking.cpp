@@ -50,7 +50,7 @@ struct ParkState {
   } moves[kMaxMoves];
   std::atomic<int> restorerCount{0};
   std::atomic<uintptr_t> restorers[kMaxRestorers];
-  std::atomic<bool> scanFailed{false};
+  std::atomic<int> scanError{0};               // ParkCounts::stackScanError of the round; reset as each round starts
   std::atomic<void (*)()> leaveHook{nullptr};  // setLeaveHookForTests
   struct sigaction previous;                   // the SIGURG action before ours, for signals that are not ours
 };
@@ -103,9 +103,69 @@ ssize_t readMemory(uintptr_t address, void* out, size_t n) {
   return process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
 }
 
-// The part of the kernel's signal frame the handler checks and changes: right after the return
-// address the handler was entered with (glibc's __restore_rt) comes a ucontext_t.
-constexpr size_t kContextHead = offsetof(ucontext_t, uc_mcontext) + sizeof(greg_t) * NGREG;
+ssize_t writeMemory(uintptr_t address, const void* in, size_t n) {
+  iovec local{const_cast<void*>(in), n};
+  iovec remote{reinterpret_cast<void*>(address), n};
+  return process_vm_writev(getpid(), &local, 1, &remote, 1, 0);
+}
+
+void noteScanError(int err) {
+  int none = 0;
+  gPark.scanError.compare_exchange_strong(none, err ? err : EIO, std::memory_order_acq_rel);
+}
+
+// The kernel's x86-64 signal frame (struct rt_sigframe): the return address the handler is entered
+// with (glibc's __restore_rt), the kernel's ucontext (glibc's ucontext_t up to a sigmask of 8 bytes),
+// the siginfo; the register state (fpregs) follows, 64-byte aligned, with the frame placed 16-byte
+// aligned (minus the return address) below it: on Linux fpregs is 456 bytes past the return address.
+constexpr size_t kReturnAddressBytes = 8;
+constexpr size_t kKernelSigmaskBytes = 8;
+constexpr size_t kKernelFrameBytes =
+    kReturnAddressBytes + offsetof(ucontext_t, uc_sigmask) + kKernelSigmaskBytes + sizeof(siginfo_t);
+constexpr size_t kFpstateSlack = 64 + 16;  // the register state's alignment, and the frame's
+// Offsets within the saved ucontext_t, which starts right after the return address.
+constexpr size_t kGregsOffset = offsetof(ucontext_t, uc_mcontext) + offsetof(mcontext_t, gregs);
+constexpr size_t kFpregsOffset = offsetof(ucontext_t, uc_mcontext) + offsetof(mcontext_t, fpregs);
+constexpr size_t kContextHead = kFpregsOffset + sizeof(fpregset_t);  // the part the scan checks
+constexpr size_t kSavedRipOffset = kReturnAddressBytes + kGregsOffset + static_cast<size_t>(REG_RIP) * sizeof(greg_t);
+
+// The fields of a saved context the scan checks, copied out of the bytes read from a stack.
+struct SavedContextHead {
+  unsigned long flags = 0;
+  uintptr_t link = 0;
+  greg_t gregs[NGREG] = {};
+  uintptr_t fpregs = 0;
+};
+
+bool readSavedContextHead(uintptr_t frame, SavedContextHead& out) {
+  unsigned char bytes[kContextHead];
+  if (readMemory(frame + kReturnAddressBytes, bytes, sizeof(bytes)) != static_cast<ssize_t>(sizeof(bytes)))
+    return false;
+  std::memcpy(&out.flags, bytes + offsetof(ucontext_t, uc_flags), sizeof(out.flags));
+  std::memcpy(&out.link, bytes + offsetof(ucontext_t, uc_link), sizeof(out.link));
+  std::memcpy(out.gregs, bytes + kGregsOffset, sizeof(out.gregs));
+  std::memcpy(&out.fpregs, bytes + kFpregsOffset, sizeof(out.fpregs));
+  return true;
+}
+
+// Whether a context found at `frame` (its return-address word) is one the kernel wrote: the fields it
+// always sets as it does, and the register state right past the frame, where only the kernel puts
+// it. A stale copy of a frame in a live buffer would otherwise be rewritten too.
+bool isKernelSignalFrame(uintptr_t frame, const SavedContextHead& head) {
+  const auto codeSegment = static_cast<uint16_t>(head.gregs[REG_CSGSFS] & 0xffff);
+  if (head.flags > 0xff || head.link != 0 || codeSegment != kUserCodeSegment) return false;
+  const uintptr_t earliest = frame + kKernelFrameBytes;
+  return head.fpregs % 16 == 0 && head.fpregs >= earliest && head.fpregs <= earliest + kFpstateSlack;
+}
+
+// Rewrites the saved instruction pointer of a found frame through process_vm_writev: the frame was
+// found by its looks, and a word that only looked like one must never fault the handler.
+bool moveSavedRip(uintptr_t frame, uintptr_t into) {
+  const auto rip = static_cast<greg_t>(into);
+  if (writeMemory(frame + kSavedRipOffset, &rip, sizeof(rip)) == static_cast<ssize_t>(sizeof(rip))) return true;
+  noteScanError(errno);
+  return false;
+}
 
 // Looks for signal frames in [base, base + kScanBytes) and moves the contexts saved there; stacks
 // those contexts ran on are queued for a look too. Reads through readMemory, so a stack that ends
@@ -116,26 +176,20 @@ void scanForFrames(uintptr_t base, uintptr_t* starts, int& count) {
   for (size_t offset = 0; offset < kScanBytes; offset += sizeof(chunk)) {
     const ssize_t got = readMemory(base + offset, chunk, sizeof(chunk));
     if (got <= 0) {
-      if (offset == 0 && got < 0 && (errno == ENOSYS || errno == EPERM)) gPark.scanFailed.store(true);
+      // Where the first read of a stack is refused (a seccomp filter, a kernel without the call), no
+      // stack can be searched; a later one failing is just the end of a mapping.
+      if (offset == 0 && got < 0 && (errno == ENOSYS || errno == EPERM)) noteScanError(errno);
       return;
     }
     for (size_t k = 0; k < static_cast<size_t>(got) / 8; ++k) {
       if (!isRestorer(chunk[k])) continue;
       const uintptr_t frame = base + offset + k * 8;
-      unsigned char head[kContextHead];
-      if (readMemory(frame + 8, head, sizeof(head)) != static_cast<ssize_t>(sizeof(head))) continue;
-      const auto* uc = reinterpret_cast<const ucontext_t*>(head);
-      const greg_t* g = uc->uc_mcontext.gregs;
-      if (uc->uc_flags > 0xff || uc->uc_link != nullptr ||
-          static_cast<uint16_t>(g[REG_CSGSFS] & 0xffff) != kUserCodeSegment)
-        continue;
+      SavedContextHead head;
+      if (!readSavedContextHead(frame, head) || !isKernelSignalFrame(frame, head)) continue;
+      const greg_t* g = head.gregs;
       const auto rip = static_cast<uintptr_t>(g[REG_RIP]);
       const uintptr_t into = movedAddress(rip);
-      if (into != rip) {
-        auto* saved = reinterpret_cast<ucontext_t*>(frame + 8);
-        saved->uc_mcontext.gregs[REG_RIP] = static_cast<greg_t>(into);
-        gPark.moved.fetch_add(1, std::memory_order_relaxed);
-      }
+      if (into != rip && moveSavedRip(frame, into)) gPark.moved.fetch_add(1, std::memory_order_relaxed);
       const auto sp = static_cast<uintptr_t>(g[REG_RSP]);
       const bool inThisRange = sp >= base && sp < base + kScanBytes;
       if (!inThisRange && count < kMaxScanStarts) starts[count++] = sp;
@@ -144,13 +198,19 @@ void scanForFrames(uintptr_t base, uintptr_t* starts, int& count) {
   }
 }
 
-void moveContexts(ucontext_t* uc) {
+// The context this handler run interrupted: the kernel handed us its frame, so a plain store is
+// right, and it is what rt_sigreturn resumes.
+void moveInterruptedContext(ucontext_t* uc) {
   greg_t& rip = uc->uc_mcontext.gregs[REG_RIP];
   const uintptr_t into = movedAddress(static_cast<uintptr_t>(rip));
   if (into != static_cast<uintptr_t>(rip)) {
     rip = static_cast<greg_t>(into);
     gPark.moved.fetch_add(1, std::memory_order_relaxed);
   }
+}
+
+// Contexts saved by other handlers still running further up this thread's stacks.
+void moveOuterContexts(const ucontext_t* uc) {
   if (gPark.restorerCount.load(std::memory_order_acquire) == 0) return;
   uintptr_t starts[kMaxScanStarts] = {static_cast<uintptr_t>(uc->uc_mcontext.gregs[REG_RSP])};
   int count = 1;
@@ -186,7 +246,13 @@ void onParkSignal(int sig, siginfo_t* info, void* context) {
     void (*const leave)() = gPark.leaveHook.load(std::memory_order_acquire);
     if (leave) leave();
   }
-  if (ours || parked) moveContexts(static_cast<ucontext_t*>(context));
+  // Every SIGURG moves the context it interrupted, ours or not: Linux keeps one pending SIGURG per
+  // thread, so a request merged into a foreign one (Go's preemption, TCP urgent data) arrives without
+  // the cookie, maybe after the round, into a context still inside the rewritten bytes. The move is
+  // right whenever it happens. Only a request known to be ours pays for the stack search.
+  auto* uc = static_cast<ucontext_t*>(context);
+  moveInterruptedContext(uc);
+  if (ours || parked) moveOuterContexts(uc);
   // Left only now: a thread counted as left before its moves were made let release() report fewer
   // moved contexts than there were (about 1 install in 250 in the test of a context saved under
   // another running handler).
@@ -257,11 +323,18 @@ void taskPath(char* buf, pid_t tid, const char* leaf) {
   *p = '\0';
 }
 
+std::atomic<int (*)(const char*)> gTaskFileOpenForTests{nullptr};  // setTaskFileOpenForTests
+
+int openTaskFile(const char* path) {
+  int (*const openForTests)(const char*) = gTaskFileOpenForTests.load(std::memory_order_acquire);
+  return openForTests ? openForTests(path) : open(path, O_RDONLY | O_CLOEXEC);
+}
+
 // A small bounded read; the length, or -1 with errno.
 ssize_t readTaskFile(pid_t tid, const char* leaf, char* buf, size_t size) {
   char path[64];
   taskPath(path, tid, leaf);
-  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  const int fd = openTaskFile(path);
   if (fd < 0) return -1;
   const ssize_t n = read(fd, buf, size - 1);
   const int err = errno;
@@ -271,7 +344,17 @@ ssize_t readTaskFile(pid_t tid, const char* leaf, char* buf, size_t size) {
   return n;
 }
 
-enum class Seen { Running, InSystemCall, Gone };
+// Unreadable: running or in a system call, which cannot be told (its "syscall" file cannot be read).
+enum class Seen { Running, Unreadable, InSystemCall, Gone };
+
+// Whether the kernel still has thread tid in this process: tgkill with signal 0 checks without sending.
+bool threadExists(pid_t tid) { return syscall(SYS_tgkill, getpid(), tid, 0) == 0 || errno != ESRCH; }
+
+// A task's stat line says zombie (Z) or dead (X); the state follows the name, which may hold ')'.
+bool isZombie(const char* stat) {
+  const char* paren = std::strrchr(stat, ')');
+  return paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
+}
 
 // Whether the park signal is blocked in thread tid (its /proc status SigBlk mask); unknown: blocked.
 bool parkSignalBlocked(pid_t tid) {
@@ -290,17 +373,21 @@ bool parkSignalBlocked(pid_t tid) {
 // interrupts the call and the handler parks it, and the thread may be in a system call inside another
 // signal's handler whose saved context lies in the moved bytes, which only the park handler sees and
 // moves (a thread counted as outside the bytes there would resume inside the new jump). A zombie, or
-// a thread whose directory is gone, has nothing left to run.
-Seen look(pid_t tid) {
+// a thread the kernel no longer knows, has nothing left to run. A file that cannot be read says
+// nothing about the thread: gVisor's /proc has no "syscall", and a thread counted as gone for that
+// would be left running while its code is rewritten.
+Seen look(pid_t tid, int& unreadable) {
   char buf[256];
   const ssize_t n = readTaskFile(tid, "syscall", buf, sizeof(buf));
-  if (n < 0 && errno == ENOENT) return Seen::Gone;
+  const int syscallError = n < 0 ? errno : 0;
   if (n > 0 && buf[0] >= '0' && buf[0] <= '9' && parkSignalBlocked(tid)) return Seen::InSystemCall;
   char stat[512];
-  const ssize_t m = readTaskFile(tid, "stat", stat, sizeof(stat));
-  if (m < 0) return errno == ENOENT ? Seen::Gone : Seen::Running;
-  const char* paren = std::strrchr(stat, ')');  // the state follows the name, which may hold ')'
-  if (paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X')) return Seen::Gone;
+  if (readTaskFile(tid, "stat", stat, sizeof(stat)) > 0 && isZombie(stat)) return Seen::Gone;
+  if (!threadExists(tid)) return Seen::Gone;
+  if (syscallError != 0) {
+    unreadable = syscallError;
+    return Seen::Unreadable;
+  }
   return Seen::Running;
 }
 
@@ -368,6 +455,10 @@ bool publishContextMoves(std::span<const ContextMove> moves) {
 int contextsMovedSoFar() { return gPark.moved.load(std::memory_order_acquire); }
 
 void setLeaveHookForTests(void (*f)()) { gPark.leaveHook.store(f, std::memory_order_release); }
+
+void setTaskFileOpenForTests(int (*openTaskFile)(const char* path)) {
+  gTaskFileOpenForTests.store(openTaskFile, std::memory_order_release);
+}
 
 ssize_t readOwnMemory(uintptr_t address, void* out, size_t n) { return readMemory(address, out, n); }
 
@@ -453,7 +544,8 @@ bool Parking::settle(bool finalCheck) {
   for (Thread& t : threads_) {
     if (t.state == kParked || t.state == kGone) continue;
     if (t.state == kInSystemCall && !finalCheck) continue;
-    switch (look(t.tid)) {
+    int unreadable = 0;
+    switch (look(t.tid, unreadable)) {
       case Seen::Gone:
         t.state = kGone;
         break;
@@ -461,10 +553,12 @@ bool Parking::settle(bool finalCheck) {
         t.state = kInSystemCall;
         break;
       case Seen::Running:
+      case Seen::Unreadable:  // waited for until it parks: only the handler shows where it is then
         t.state = kWaiting;
         settled = false;
         break;
     }
+    t.unreadable = unreadable;
   }
   return settled;
 }
@@ -477,6 +571,7 @@ bool Parking::park(std::chrono::milliseconds timeout, std::string& why) {
   for (int i = 0; i < kMaxThreads; ++i) gPark.acks[i].store(0, std::memory_order_relaxed);
   gPark.entered.store(0, std::memory_order_release);
   movedAtStart_ = gPark.moved.load();
+  gPark.scanError.store(0, std::memory_order_release);
   gPark.hold.store(round_, std::memory_order_release);
   held_ = true;
   int err = 0;
@@ -525,19 +620,31 @@ bool Parking::park(std::chrono::milliseconds timeout, std::string& why) {
     why = std::string("the thread list could not be read again (") + std::strerror(err) + ")";
     return false;
   }
-  pid_t stuck = 0;
-  for (const Thread& t : threads_)
-    if (t.state == kWaiting) stuck = t.tid;
-  if (stuck == 0 && listings >= kMaxListings) {
-    why = "threads kept starting while the others were being parked";
-    return false;
-  }
-  char name[64] = "?";
-  if (readTaskFile(stuck, "comm", name, sizeof(name)) > 0) name[std::strcspn(name, "\n")] = '\0';
-  why = "thread " + std::to_string(stuck) + " (" + name + ") neither parked within " + std::to_string(timeout.count()) +
-        " ms nor is in a system call (it may block SIGURG, or be starved of CPU), so it could be running the bytes "
-        "to rewrite";
+  why = whyNotParked(timeout);
+  if (why.empty())
+    why = listings >= kMaxListings ? "threads kept starting while the others were being parked"
+                                   : "another thread could not be shown to be outside the bytes to rewrite";
   return false;
+}
+
+// Names a thread still waited for, one whose state could not be read first.
+std::string Parking::whyNotParked(std::chrono::milliseconds timeout) const {
+  const Thread* stuck = nullptr;
+  for (const Thread& t : threads_)
+    if (t.state == kWaiting && (stuck == nullptr || t.unreadable != 0)) stuck = &t;
+  if (stuck == nullptr) return "";
+  char name[64] = "?";
+  if (readTaskFile(stuck->tid, "comm", name, sizeof(name)) > 0) name[std::strcspn(name, "\n")] = '\0';
+  const std::string thread = "thread " + std::to_string(stuck->tid) + " (" + name + ")";
+  const std::string ms = std::to_string(timeout.count());
+  if (stuck->unreadable != 0)
+    return thread + " did not park within " + ms +
+           " ms, and whether it is in a system call cannot be told (/proc/self/task/" + std::to_string(stuck->tid) +
+           "/syscall cannot be read: " + std::strerror(stuck->unreadable) +
+           "; gVisor has no such file), so it could be running the bytes to rewrite";
+  return thread + " neither parked within " + ms +
+         " ms nor is in a system call (it may block SIGURG, or be starved of CPU), so it could be running the bytes "
+         "to rewrite";
 }
 
 ParkCounts Parking::release() {
@@ -558,6 +665,7 @@ ParkCounts Parking::release() {
          nowNs() < deadline)
     sleepNs(20'000);
   counts_.moved = gPark.moved.load() - movedAtStart_;
+  counts_.stackScanError = gPark.scanError.load(std::memory_order_acquire);
   return counts_;
 }
 

@@ -15,9 +15,16 @@
 // Moves are permanent: a context inside [from, to) of a hooked function resumes at the same
 // instruction inside its trampoline, which is always right (the trampoline runs the same instructions
 // and jumps back), before, during and after the write, so no round waits for anyone to read them.
-// The handler moves its own interrupted context and the contexts saved in signal frames further up
-// that thread's stacks (a thread interrupted inside the bytes by another handler that is still
-// running), found by glibc's signal-return address and checked field by field.
+// The handler moves the context it interrupted on every SIGURG, ours or not (a request merged into a
+// pending foreign SIGURG arrives looking foreign). For requests known to be ours it also moves the
+// contexts saved in signal frames further up that thread's stacks (a thread interrupted inside the
+// bytes by another handler that is still running), found by glibc's signal-return address, checked
+// field by field (the register-state pointer must lie where the kernel puts it, just past the frame)
+// and rewritten through process_vm_writev.
+//
+// A thread counts as gone only when the kernel says so (tgkill with signal 0: ESRCH) or it is a
+// zombie; a thread whose /proc/self/task/<tid>/syscall cannot be read (gVisor has none) is waited for
+// until it parks, and the round fails, saying so, when it does not.
 #include <sys/types.h>
 
 #include <chrono>
@@ -43,6 +50,11 @@ int contextsMovedSoFar();
 // moves its contexts; null (the default): nothing. Kept until the next call.
 void setLeaveHookForTests(void (*f)());
 
+// For tests only: opens the files under /proc/self/task/<tid>/ in place of open(2), to stand for a
+// /proc that lacks some of them (gVisor's has no "syscall"). It must not allocate: it runs while other
+// threads are parked. Null (the default): open(2).
+void setTaskFileOpenForTests(int (*openTaskFile)(const char* path));
+
 // Copies n bytes of this process's memory at `address` without faulting (process_vm_readv): the
 // count copied, or -1.
 ssize_t readOwnMemory(uintptr_t address, void* out, size_t n);
@@ -51,6 +63,10 @@ struct ParkCounts {
   int parked = 0;        // threads that took the request and waited in the handler
   int inSystemCall = 0;  // threads counted as outside the bytes because they sat in a system call
   int moved = 0;         // contexts moved out of rewritten bytes during the round
+  // The errno of the first search for signal frames up a parked thread's stacks that could not run
+  // (process_vm_readv denied, as by a seccomp filter), or of a found frame that could not be
+  // rewritten; 0: none. A context saved there inside the rewritten bytes was then not moved.
+  int stackScanError = 0;
 };
 
 // One parking round. prepare() allocates (the thread list, the bookkeeping); park() and release()
@@ -75,13 +91,15 @@ class Parking {
  private:
   struct Thread {
     pid_t tid;
-    uint8_t state;  // Waiting, Parked, InSystemCall, Gone
+    uint8_t state;       // Waiting, Parked, InSystemCall, Gone
+    int unreadable = 0;  // while Waiting: errno of its "syscall" file, which could not be read; 0: read
   };
   bool send(pid_t tid, int& err) const;
   bool relist(int& err);
   void absorbAcks();
   bool settle(bool finalCheck);
   Thread* find(pid_t tid);
+  std::string whyNotParked(std::chrono::milliseconds timeout) const;
 
   std::vector<Thread> threads_;
   std::vector<pid_t> newcomers_;

@@ -11,9 +11,9 @@
 
 #include "core/log.h"
 #include "kernels/scoped_device.h"
+#include "plugin/comm_tickets.h"
 #include "plugin/interposer.h"
 #include "plugin/record_gather.h"
-#include "plugin/comm_tickets.h"
 #include "plugin/rendezvous.h"
 #include "plugin/setup_vote.h"
 #include "topology/discover.h"
@@ -54,8 +54,8 @@ namespace {
 
 // The exchanges, posted by every rank once the agreement said go (so every rank posts all of them:
 // a local failure from here on travels inside the records, never as a skipped exchange).
-std::unique_ptr<CommState> runExchanges(const ProcessContext& process, NcclRecordGather& gather, int rank,
-                                        int nRanks, int device) {
+std::unique_ptr<CommState> runExchanges(const ProcessContext& process, NcclRecordGather& gather, int rank, int nRanks,
+                                        int device) {
   auto state = std::make_unique<CommState>();
   state->device = device;
   const kernels::ScopedDevice scope(device);  // the caller's device comes back, whatever setup did

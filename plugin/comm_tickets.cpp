@@ -46,8 +46,8 @@ std::shared_ptr<CommTicket> ticketFor(const void* comm) {
     const auto slot = reinterpret_cast<uintptr_t>(k->contextSlot);
     if (slot < base) continue;
     const auto d = static_cast<ptrdiff_t>(slot - base);
-    if (learned >= 0 ? d == learned : (static_cast<size_t>(d) < kMaxContextSlotDistance &&
-                                       (!nearest || d < nearestDistance))) {
+    if (learned >= 0 ? d == learned
+                     : (static_cast<size_t>(d) < kMaxContextSlotDistance && (!nearest || d < nearestDistance))) {
       nearest = k;
       nearestDistance = d;
     }

@@ -40,9 +40,10 @@ Process::Process()
   context_.p2pCheck = settings_.flag(SettingId::P2pCheck);
   context_.sharedGpuTest = settings_.flag(SettingId::SharedGpuTest);
   if (context_.sharedGpuTest)
-    SYMMEM_WARN("SYMMEM_TEST_SHARED_GPU=1: testing mode, ranks that share one GPU may form a symmetric communicator "
-                "(when every rank sets it); processes time-slice the GPU, so nothing measured this way is a latency "
-                "figure. Never set it in production");
+    SYMMEM_WARN(
+        "SYMMEM_TEST_SHARED_GPU=1: testing mode, ranks that share one GPU may form a symmetric communicator "
+        "(when every rank sets it); processes time-slice the GPU, so nothing measured this way is a latency "
+        "figure. Never set it in production");
 }
 
 namespace {

@@ -24,7 +24,7 @@ namespace {
 
 constexpr uint64_t kMagic = 0x4e4353594d52445aull;  // "ZDRMYSCN"
 constexpr uint32_t kLayoutVersion = 1;
-constexpr uint32_t kDeciding = 3;      // the verdict word while its winner writes the reason
+constexpr uint32_t kDeciding = 3;  // the verdict word while its winner writes the reason
 constexpr size_t kWhyBytes = 160;
 
 // Text copied into a fixed field, always NUL-terminated.
@@ -90,8 +90,10 @@ Tally tallyRendezvous(const TallyInput& in) {
   for (const SlotView& s : in.slots) {
     if (s.state >= SlotView::Declared) ++declared;
     if (s.state >= SlotView::Declared && s.reach != Reach::Every)
-      return {Verdict::No, "the rank in process " + std::to_string(s.pid) + " does not pass its all-reduces "
-                           "through the plugin (" + (s.why.empty() ? std::string("no reason given") : s.why) + ")"};
+      return {Verdict::No, "the rank in process " + std::to_string(s.pid) +
+                               " does not pass its all-reduces "
+                               "through the plugin (" +
+                               (s.why.empty() ? std::string("no reason given") : s.why) + ")"};
     if (s.state == SlotView::Arrived) {
       ++arrived;
       if (!s.takesPart) return {Verdict::No, rankOrPid(s) + " cannot take part (" + s.why + ")"};
@@ -99,8 +101,9 @@ Tally tallyRendezvous(const TallyInput& in) {
         return {Verdict::No, "two processes arrived as rank " + std::to_string(s.rank)};
       byRank[static_cast<size_t>(s.rank)] = &s;
     } else if (!s.alive) {
-      return {Verdict::No, "the process of a rank (pid " + std::to_string(s.pid) + ") ended before its first "
-                           "all-reduce"};
+      return {Verdict::No, "the process of a rank (pid " + std::to_string(s.pid) +
+                               ") ended before its first "
+                               "all-reduce"};
     }
   }
   if (in.everyDeclarationIsIn && declared < in.nRanks)
@@ -161,7 +164,7 @@ std::shared_ptr<Rendezvous> Rendezvous::join(uint64_t commId, int nRanks, std::s
     *why = "cannot open " + path + ": " + std::strerror(errno);
     return nullptr;
   }
-  struct stat st{};
+  struct stat st {};
   const bool sane = fstat(fd, &st) == 0 && st.st_uid == getuid() && (st.st_mode & 077) == 0 &&
                     static_cast<size_t>(st.st_size) == sizeof(Segment);
   void* m = sane ? mmap(nullptr, sizeof(Segment), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
@@ -284,9 +287,10 @@ Tally Rendezvous::await(int64_t timeoutMs, bool everyDeclarationIsIn, const std:
       continue;  // the verdict in force, whoever set it
     }
     if (now > nextWarning) {
-      SYMMEM_WARN("setup is still waiting for its peers' first eligible all-reduce (%s; ncclCommAbort ends the wait; "
-                  "it ends by itself after SYMMEM_TIMEOUT_MS = %lld ms)",
-                  path_.c_str(), static_cast<long long>(timeoutMs));
+      SYMMEM_WARN(
+          "setup is still waiting for its peers' first eligible all-reduce (%s; ncclCommAbort ends the wait; "
+          "it ends by itself after SYMMEM_TIMEOUT_MS = %lld ms)",
+          path_.c_str(), static_cast<long long>(timeoutMs));
       nextWarning += std::chrono::seconds(60);
     }
     std::this_thread::sleep_for(pause);

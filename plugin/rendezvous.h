@@ -44,16 +44,16 @@ struct SlotView {
   pid_t pid = 0;
   bool alive = true;  // the process still exists (kill(pid, 0) did not say ESRCH)
   Reach reach = Reach::Unknown;
-  int rank = -1;            // once arrived
-  bool takesPart = false;   // once arrived
-  SetupVote vote;           // once arrived
-  std::string why;          // why not (declared None, or arrived without taking part)
+  int rank = -1;           // once arrived
+  bool takesPart = false;  // once arrived
+  SetupVote vote;          // once arrived
+  std::string why;         // why not (declared None, or arrived without taking part)
 };
 
 struct TallyInput {
   int nRanks = 0;
-  uint32_t claimed = 0;           // slots handed out (tuner inits seen)
-  std::vector<SlotView> slots;    // the first min(claimed, kRendezvousSlots) slots
+  uint32_t claimed = 0;         // slots handed out (tuner inits seen)
+  std::vector<SlotView> slots;  // the first min(claimed, kRendezvousSlots) slots
   // NCCL's own view is one node: its intra-node barrier follows every rank's tuner init, so by a
   // rank's first all-reduce every process that loaded the plugin has declared; a slot still missing
   // will never come.

@@ -4,8 +4,8 @@
 // own settings say, so that ranks launched with differing settings still post the same collectives
 // and stay on NCCL together. A vote carries everything per process that shapes the symmetric path:
 // SYMMEM_ENABLE and SYMMEM_SYMMETRIC, SYMMEM_FORCE, SYMMEM_P2P_CHECK, SYMMEM_TIMEOUT_MS,
-// SYMMEM_TEST_SHARED_GPU and a fingerprint of the decision table. The tally is a pure function of the gathered votes, so every
-// rank reaches the same outcome and names the same rank and setting.
+// SYMMEM_TEST_SHARED_GPU and a fingerprint of the decision table. The tally is a pure function of the gathered votes,
+// so every rank reaches the same outcome and names the same rank and setting.
 #include <cstdint>
 #include <functional>
 #include <string>

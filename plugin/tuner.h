@@ -22,7 +22,7 @@ struct TunerComm {
   CommFacts facts;
   const Thresholds* entry = nullptr;
   Policy policy;
-  bool active = false;  // false: every call leaves NCCL's choices untouched
+  bool active = false;                // false: every call leaves NCCL's choices untouched
   const void* contextSlot = nullptr;  // where NCCL keeps this context: the communicator's ticket key
 };
 

@@ -80,7 +80,8 @@ TEST_F(RendezvousTally, EveryRankArrivedWithTheSameVoteGoes) {
 }
 
 TEST_F(RendezvousTally, ARankWhoseCallsDoNotReachThePluginStopsEveryoneAtOnce) {
-  const Tally t = tallyRendezvous(twoRanks({arrived(0, vote), declared(4242, Reach::None, "code hooks not installed")}));
+  const Tally t =
+      tallyRendezvous(twoRanks({arrived(0, vote), declared(4242, Reach::None, "code hooks not installed")}));
   EXPECT_EQ(t.verdict, Verdict::No);
   EXPECT_NE(t.why.find("4242"), std::string::npos) << t.why;
   EXPECT_NE(t.why.find("code hooks not installed"), std::string::npos) << t.why;
@@ -172,7 +173,7 @@ TEST(RendezvousProcesses, TwoRanksThatArriveBothGoAndTheSegmentGoesWithThem) {
     std::string why;
     auto r = Rendezvous::join(id, 2, &why);
     if (!r) return 10;
-    struct stat st{};
+    struct stat st {};
     if (stat(r->path().c_str(), &st) != 0 || (st.st_mode & 0777) != 0600) return 12;
     r->declare(Reach::Every, "");
     std::this_thread::sleep_for(std::chrono::milliseconds(rank * 50));
@@ -344,7 +345,9 @@ std::vector<int> twoProcesses(Twist twist) {
   return codes;
 }
 
-TEST(RendezvousInterposer, BothRanksHookedSetUpTogether) { EXPECT_EQ(twoProcesses(Twist::None), (std::vector<int>{1, 1})); }
+TEST(RendezvousInterposer, BothRanksHookedSetUpTogether) {
+  EXPECT_EQ(twoProcesses(Twist::None), (std::vector<int>{1, 1}));
+}
 
 // What hung on the GPU machine: rank 1's code hooks refused (its ctypes calls go straight to NCCL),
 // rank 0 hooked. Rank 0 must forward its first all-reduce too, at once, and post no exchange.
