@@ -45,6 +45,13 @@ void SymmetricCommImpl::abort() {
   std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
+Status SymmetricComm::recordEvent(cudaEvent_t event, cudaStream_t stream) {
+  const ScopedDevice onDevice(config().device, ScopedDevice::Switch::WhenOther);
+  if (cudaEventRecord(event, stream) == cudaSuccess) return Status::Ok;
+  cudaGetLastError();  // the caller reports it; a later CUDA call must not find it
+  return Status::CudaError;
+}
+
 Status SymmetricCommImpl::allReduce(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op,
                                     KernelChoice kernel, cudaStream_t stream) {
   // The caller says it (one WARN, naming waitedRank()): the interposer, or a tool.

@@ -83,6 +83,9 @@ class SymmetricComm {
   // Enqueues the all-reduce on `stream` (graph capture safe: all per-call state lives on the device).
   virtual Status allReduce(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op, KernelChoice kernel,
                            cudaStream_t stream) = 0;
+  // Records `event` on `stream` (cudaEventRecord), after the all-reduce just enqueued there: a call's
+  // launch-completion event (NCCL 2.32's ncclAllReduceConfig). CudaError when the record fails.
+  virtual Status recordEvent(cudaEvent_t event, cudaStream_t stream);
 
   // The first error a kernel recorded (timeout), if any; cleared by nothing: the path stays off. A
   // plain read of host memory: cheap, no CUDA call, safe from any thread.

@@ -7,9 +7,12 @@
 // layout comes from and how far it was checked).
 //
 // A call goes the symmetric way only when its configuration asks nothing of the execution: no
-// algorithm selection, no CTA bounds, no CTA policy, no cluster size, no vendor extensions, no
-// launch-completion event. Anything else, or a configuration this code cannot read with certainty,
-// goes to NCCL unchanged, which validates it and answers as it would have.
+// algorithm selection, no CTA bounds, no CTA policy, no cluster size, no vendor extensions. Anything
+// else, or a configuration this code cannot read with certainty, goes to NCCL unchanged, which
+// validates it and answers as it would have. NCCL requires those fields to match across ranks, so every
+// rank reaches the same verdict. The launch-completion event does not decide: it is a local CUDA
+// object, which one rank may pass and its peers not. The symmetric path records it after its kernel
+// (completionEventOf).
 #include <cstddef>
 #include <cstdint>
 
@@ -52,5 +55,9 @@ struct CollConfigVerdict {
 // `config` may be null (the plain call). Reads at most `size` bytes of it, and nothing when the
 // header is not one this code knows.
 CollConfigVerdict judgeCollConfig(const void* config);
+
+// The configuration's launch-completion event (a cudaEvent_t), or null: none set, no configuration, or
+// a header other than 2.32's (2.31's struct ends before the field).
+void* completionEventOf(const void* config);
 
 }  // namespace symmem

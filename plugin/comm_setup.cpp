@@ -145,8 +145,15 @@ Agreement agreeBeforeExchanges(const ProcessContext& process, ncclComm_t comm, c
   } else {
     agreement.arrive(mine.rank, voteOf(process), mine.takesPart, mine.why);
   }
-  const Tally t = agreement.await(process.timeoutMs, ticket->nNodes == 1, aborted);
-  return {t.verdict == Verdict::Go, t.why};
+  try {
+    const Tally t = agreement.await(process.timeoutMs, ticket->nNodes == 1, aborted);
+    return {t.verdict == Verdict::Go, t.why};
+  } catch (...) {
+    // This rank has arrived: it must read the verdict in force, and says no if none is yet. Nothing
+    // here allocates.
+    agreement.refuse({});
+    return {agreement.verdictNow() == Verdict::Go, {}};
+  }
 }
 
 }  // namespace symmem

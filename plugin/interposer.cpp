@@ -23,7 +23,14 @@ struct InsideNccl {
   InsideNccl() { tInsideNccl = true; }
   ~InsideNccl() { tInsideNccl = false; }
 };
+
+thread_local bool tPastPointOfNoReturn = false;
 }  // namespace
+
+PointOfNoReturn::PointOfNoReturn() noexcept : enclosing_(tPastPointOfNoReturn) { tPastPointOfNoReturn = false; }
+PointOfNoReturn::~PointOfNoReturn() { tPastPointOfNoReturn = enclosing_ || tPastPointOfNoReturn; }
+bool PointOfNoReturn::passed() const noexcept { return tPastPointOfNoReturn; }
+void PointOfNoReturn::pass() noexcept { tPastPointOfNoReturn = true; }
 
 std::optional<bool> streamIsCapturing(cudaStream_t stream) {
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
@@ -124,19 +131,41 @@ std::shared_ptr<CommState> Interposer::setUp(ncclComm_t comm, cudaStream_t strea
   // From here on this rank always reaches the agreement, taking part or not: a rank that skipped it
   // would leave its peers waiting for it, then on NCCL while it forwarded (docs/transparent-use.md).
   std::shared_ptr<void> prepared;
-  Arrival mine = arrival(comm, capturing.has_value() && cannotTakePart == nullptr, &prepared);
-  if (cannotTakePart) mine.why = cannotTakePart;
+  Arrival mine;
+  try {
+    mine = arrival(comm, capturing.has_value() && cannotTakePart == nullptr, &prepared);
+    if (cannotTakePart) mine.why = cannotTakePart;
+  } catch (const std::exception& e) {
+    prepared.reset();  // an exception here is still a "no" said in the agreement, never a skipped one
+    mine.takesPart = false;
+    mine.why = std::string("internal error: ") + e.what();
+  }
   std::shared_ptr<CommState> state;
   if (mine.takesPart && mine.nRanks < 2) {
     state = std::make_unique<CommState>();  // nothing to agree on: the same answer on the one rank
     state->why = "single-rank communicator";
   } else {
-    const Agreement agreed = steps_.agree ? steps_.agree(comm, mine, [this, comm] { return abortRequested(comm); })
-                                          : Agreement{mine.takesPart, mine.why};
-    if (agreed.go) state = steps_.setup(comm, mine.rank, mine.nRanks, mine.device, prepared.get());
-    if (!state) {
-      state = std::make_unique<CommState>();
-      state->why = agreed.go ? "setup failed" : agreed.why;
+    // Past the agreement this rank's peers go by its answer and post the exchanges with it: this call
+    // can no longer be handed to NCCL instead.
+    PointOfNoReturn::pass();
+    try {
+      const Agreement agreed = steps_.agree ? steps_.agree(comm, mine, [this, comm] { return abortRequested(comm); })
+                                            : Agreement{mine.takesPart, mine.why};
+      if (agreed.go) state = steps_.setup(comm, mine.rank, mine.nRanks, mine.device, prepared.get());
+      if (!state) {
+        state = std::make_unique<CommState>();
+        state->why = agreed.go ? "setup failed" : agreed.why;
+      }
+    } catch (...) {
+      // Remembered, never tried again: a second agreement on this communicator would find the first
+      // one's verdict and could post exchanges that its peers, long past setup, never pair with.
+      auto failed = std::make_shared<CommState>();
+      failed->why = "internal error during setup";
+      failed->rank = mine.rank;
+      failed->device = mine.device;
+      std::unique_lock lock(mutex_);
+      comms_.emplace(comm, std::move(failed));
+      throw;
     }
   }
   prepared.reset();  // the exchange buffers go once setup is over
@@ -175,11 +204,13 @@ ncclResult_t Interposer::allReduce(const void* sendbuff, void* recvbuff, size_t 
 
 ncclResult_t Interposer::allReduceConfig(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                          ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream, const void* config) {
-  const AllReduceCall c{sendbuff, recvbuff, count, datatype, op, comm, stream, config};
   if (tInsideNccl || !nccl_.allReduceConfig)
     return nccl_.allReduceConfig ? nccl_.allReduceConfig(sendbuff, recvbuff, count, datatype, op, comm, stream, config)
                                  : ncclInvalidUsage;
-  // What the configuration asks is the same on every rank (NCCL requires it), so is this verdict.
+  AllReduceCall c{sendbuff, recvbuff, count, datatype, op, comm, stream, config};
+  c.completionEvent = static_cast<cudaEvent_t>(completionEventOf(config));
+  // What the configuration asks of the execution is the same on every rank (NCCL requires it), so is
+  // this verdict; the completion event, which is not, plays no part in it.
   const CollConfigVerdict verdict = judgeCollConfig(config);
   if (!verdict.symmetricAllowed) {
     SYMMEM_TRACE(kLogColl, "allreduce with a configuration (%s) on comm %p: NCCL", verdict.why,
@@ -208,21 +239,68 @@ ncclResult_t Interposer::route(const AllReduceCall& c) {
   if (c.count == 0 || !symmetricSupports(dtype, rop)) return forward(c);
   if (inGroup()) return hold(c);
 
-  std::shared_ptr<CommState> state = find(c.comm);
-  if (state == nullptr) state = setUp(c.comm, c.stream);
-  if (state == nullptr || !state->ready) return forward(c);
-  const std::optional<kernels::KernelChoice> kernel = symmetricChoice(c, *state);
-  if (!kernel) return forward(c);
-  return launch(c, *state, *kernel);
+  // A failure before the point of no return goes on to the entry point, which hands the call to NCCL
+  // (nothing has happened that its peers pair with); after it, the call is an error here.
+  const PointOfNoReturn point;
+  try {
+    std::shared_ptr<CommState> state = find(c.comm);
+    if (state == nullptr) state = setUp(c.comm, c.stream);
+    if (state == nullptr || !state->ready) return forward(c);
+    const std::optional<kernels::KernelChoice> kernel = symmetricChoice(c, *state);
+    if (!kernel) return forward(c);
+    return launch(c, *state, *kernel);
+  } catch (const std::exception& e) {
+    if (!point.passed()) throw;
+    return failedPastPointOfNoReturn(c, e.what());
+  } catch (...) {
+    if (!point.passed()) throw;
+    return failedPastPointOfNoReturn(c, "unknown exception");
+  }
+}
+
+ncclResult_t Interposer::failedPastPointOfNoReturn(const AllReduceCall& c, const char* what) const noexcept {
+  try {
+    if (const std::shared_ptr<CommState> state = find(c.comm)) {
+      std::call_once(state->errorReported, [&] {
+        SYMMEM_WARN(
+            "comm %p rank %d: internal error (%s) once this rank's part of the all-reduce had begun (its "
+            "symmetric kernel launched, or its setup agreed on): the call returns ncclInternalError, and is not "
+            "handed to NCCL, where it would run a second time or pair with nothing",
+            static_cast<void*>(c.comm), state->rank, what);
+      });
+    } else {
+      SYMMEM_WARN(
+          "comm %p: internal error (%s) in its setup, past the agreement with its peers: the call returns "
+          "ncclInternalError, and is not handed to NCCL, where it would pair with the peers' setup exchanges",
+          static_cast<void*>(c.comm), what);
+    }
+  } catch (...) {
+  }
+  return ncclInternalError;
 }
 
 ncclResult_t Interposer::launch(const AllReduceCall& c, CommState& state, kernels::KernelChoice kernel) {
   const DataType dtype = c.dtype;
   const ReduceOp rop = c.rop;
+  // The peers launch the same kernel and wait for this rank's: whatever fails from here on, the call
+  // is not handed to NCCL as well.
+  PointOfNoReturn::pass();
   const kernels::Status status =
       state.symmetric->allReduce(c.sendbuff, c.recvbuff, c.count, dtype, rop, kernel, c.stream);
   switch (status) {
     case kernels::Status::Ok:
+      // The completion event follows the kernel on its stream; a failed record is this call's CUDA
+      // error, its kernel launched all the same.
+      if (c.completionEvent != nullptr &&
+          state.symmetric->recordEvent(c.completionEvent, c.stream) != kernels::Status::Ok) {
+        std::call_once(state.errorReported, [&] {
+          SYMMEM_WARN(
+              "comm %p rank %d: recording the call's launch-completion event after the symmetric all-reduce "
+              "failed with a CUDA error",
+              static_cast<void*>(c.comm), state.rank);
+        });
+        return ncclUnhandledCudaError;
+      }
       SYMMEM_TRACE(
           kLogColl, "allreduce %zu x %s on comm %p: %s", c.count, std::string(dataTypeName(dtype)).c_str(),
           static_cast<void*>(c.comm),

@@ -49,6 +49,9 @@ struct AllReduceCall {
   ncclComm_t comm;
   cudaStream_t stream;
   const void* config = nullptr;  // ncclAllReduceConfig's: NCCL gets it back with the call
+  // The configuration's launch-completion event (completionEventOf): recorded on `stream` right after
+  // the symmetric kernel; NCCL records it itself on a call it takes.
+  cudaEvent_t completionEvent = nullptr;
   // The type and operation as the decision knows them, converted once per call.
   DataType dtype = dataTypeFromNccl(static_cast<int>(datatype));
   ReduceOp rop = reduceOpFromNccl(static_cast<int>(op));
@@ -80,6 +83,24 @@ struct SetupSteps {
   CommPrepareFn prepare;  // null: nothing to prepare
   CommAgreeFn agree;      // null: every rank goes ahead (tests of the bookkeeping alone)
   CommSetupFn setup;
+};
+
+// The point of no return of one entry-point call on this thread. Once the call has done what its peers
+// pair with (this rank reached a setup's agreement, a symmetric kernel may have been launched, a
+// group's end has begun), a failure comes back as an error: the same call handed to NCCL then would
+// run twice, or pair with nothing. A scope per call (the entry points, route); the interposer passes
+// the point right before the side effect.
+class PointOfNoReturn {
+ public:
+  PointOfNoReturn() noexcept;  // this call: not passed; an enclosing call's state is kept aside
+  ~PointOfNoReturn();          // the enclosing call's state back, passed as well if this call passed
+  PointOfNoReturn(const PointOfNoReturn&) = delete;
+  PointOfNoReturn& operator=(const PointOfNoReturn&) = delete;
+  bool passed() const noexcept;
+  static void pass() noexcept;
+
+ private:
+  bool enclosing_;
 };
 
 // Whether `stream` is being captured into a CUDA graph (nullopt: cannot tell). Injectable for tests.
@@ -133,8 +154,11 @@ class Interposer {
   ncclResult_t route(const AllReduceCall& c);
   // The kernel the table picks for this call on a set-up communicator, or nullopt (NCCL's call).
   std::optional<kernels::KernelChoice> symmetricChoice(const AllReduceCall& c, const CommState& state) const;
-  // Launches the symmetric kernel; a call the kernels cannot take goes to NCCL.
+  // Launches the symmetric kernel, then records the call's completion event after it; a call the
+  // kernels cannot take goes to NCCL. Passes the point of no return first.
   ncclResult_t launch(const AllReduceCall& c, CommState& state, kernels::KernelChoice kernel);
+  // A call that threw past its point of no return: ncclInternalError, with the communicator's one WARN.
+  ncclResult_t failedPastPointOfNoReturn(const AllReduceCall& c, const char* what) const noexcept;
   static bool inGroup();                           // this thread is inside ncclGroupStart/End
   static std::vector<HeldAllReduce>& heldCalls();  // this thread's, in issue order
   ncclResult_t hold(const AllReduceCall& c);

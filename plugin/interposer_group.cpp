@@ -58,8 +58,10 @@ ncclResult_t Interposer::hold(const AllReduceCall& c) {
         std::none_of(tSetups.begin(), tSetups.end(), [&](const auto& s) { return s.first == c.comm; })) {
       // Room was made at the group's start: a setup is never lost to a failed allocation here, which
       // would leave this rank out of an agreement its peers wait in.
-      if (tSetups.size() < tSetups.capacity()) tSetups.emplace_back(c.comm, c.stream);
-      else tSetupsLost = true;
+      if (tSetups.size() < tSetups.capacity())
+        tSetups.emplace_back(c.comm, c.stream);
+      else
+        tSetupsLost = true;
     }
     return forward(c);
   }
@@ -101,6 +103,9 @@ ncclResult_t Interposer::groupEnd() {
 }
 
 ncclResult_t Interposer::endOutermostGroup() {
+  // From here on nothing throws out of this function: the held calls are taken off the group, and a
+  // second end (the entry point handing the call to NCCL) would end NCCL's group twice.
+  PointOfNoReturn::pass();
   tDepth = 0;
   std::vector<HeldAllReduce> held = std::move(heldCalls());
   heldCalls().clear();
@@ -109,22 +114,47 @@ ncclResult_t Interposer::endOutermostGroup() {
   tSetups.clear();
   if (tSetupsLost) {
     tSetupsLost = false;
-    SYMMEM_WARN("a group met more than %zu communicators for the first time: the rest set up at a later group, "
-                "and their peers wait for them there", kSetupsPerGroup);
+    try {
+      SYMMEM_WARN(
+          "a group met more than %zu communicators for the first time: the rest set up at a later group, "
+          "and their peers wait for them there",
+          kSetupsPerGroup);
+    } catch (...) {
+    }
   }
 
   // The held calls first, in issue order. A call the kernels cannot take still joins NCCL's group,
   // which is open until the line after the loop. Every held call is launched whatever an earlier one
-  // returned: its peers' kernels are launched too, and wait for it.
+  // returned, or threw: its peers' kernels are launched too, and wait for it.
   ncclResult_t ours = ncclSuccess;
   for (HeldAllReduce& h : held) {
-    const ncclResult_t r = launch(h.call, *h.state, h.kernel);
+    ncclResult_t r = ncclInternalError;
+    try {
+      r = launch(h.call, *h.state, h.kernel);
+    } catch (const std::exception& e) {
+      r = failedPastPointOfNoReturn(h.call, e.what());
+    } catch (...) {
+      r = failedPastPointOfNoReturn(h.call, "unknown exception");
+    }
     if (r != ncclSuccess && ours == ncclSuccess) ours = r;
   }
-  held.clear();  // the states' last references may go before NCCL's group end runs
-  const ncclResult_t theirs = nccl_.groupEnd();
+  held.clear();                                  // the states' last references may go before NCCL's group end runs
+  const ncclResult_t theirs = nccl_.groupEnd();  // exactly once, whatever happened above
   // Setup posts NCCL collectives of its own: only now, with no group open on this thread.
-  if (!setups.empty()) setUpTogether(setups);
+  if (!setups.empty()) {
+    try {
+      setUpTogether(setups);
+    } catch (...) {
+      // Each setup catches its own failures; this is the bookkeeping around them failing.
+      try {
+        SYMMEM_WARN(
+            "setting up the communicators a group met for the first time failed: some may not have reached "
+            "their setup, where their peers wait");
+      } catch (...) {
+      }
+      if (ours == ncclSuccess) ours = ncclInternalError;
+    }
+  }
   // NCCL's own error first (its part of the group may not have been enqueued), then the symmetric
   // path's, then NCCL's ncclSuccess or ncclInProgress.
   if (theirs != ncclSuccess && theirs != ncclInProgress) return theirs;

@@ -13,6 +13,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <string_view>
 #include <thread>
 #include <type_traits>
 
@@ -29,7 +30,7 @@ constexpr size_t kWhyBytes = 160;
 
 // Text copied into a fixed field, always NUL-terminated.
 template <size_t N>
-void putText(char (&field)[N], const std::string& text) {
+void putText(char (&field)[N], std::string_view text) {
   const size_t n = std::min(text.size(), N - 1);
   std::memcpy(field, text.data(), n);
   field[n] = '\0';
@@ -265,7 +266,20 @@ Tally Rendezvous::verdict() const {
   }
 }
 
-void Rendezvous::refuse(const std::string& why) { decide({Verdict::No, why}); }
+Verdict Rendezvous::verdictNow() const noexcept {
+  for (;;) {
+    const uint32_t v = segment_->verdict.load(std::memory_order_acquire);
+    if (v != kDeciding) return static_cast<Verdict>(v);
+    std::this_thread::yield();
+  }
+}
+
+void Rendezvous::refuse(const std::string& why) {
+  uint32_t expected = static_cast<uint32_t>(Verdict::Pending);
+  if (!segment_->verdict.compare_exchange_strong(expected, kDeciding, std::memory_order_acq_rel)) return;
+  putText(segment_->why, why.empty() ? std::string_view("a rank failed inside the agreement") : std::string_view(why));
+  segment_->verdict.store(static_cast<uint32_t>(Verdict::No), std::memory_order_release);
+}
 
 Tally Rendezvous::await(int64_t timeoutMs, bool everyDeclarationIsIn, const std::function<bool()>& aborted) {
   using Clock = std::chrono::steady_clock;

@@ -93,6 +93,8 @@ class Rendezvous {
   Tally await(int64_t timeoutMs, bool everyDeclarationIsIn, const std::function<bool()>& aborted);
   // The verdict now (Pending until decided).
   Tally verdict() const;
+  // The same without its reason: never allocates.
+  Verdict verdictNow() const noexcept;
   const std::string& path() const { return path_; }
 
   struct Segment;  // the shared layout (rendezvous.cpp)

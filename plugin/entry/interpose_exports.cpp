@@ -34,17 +34,34 @@ namespace {
 
 // No exception may leave an entry point into the application's C caller (that would be
 // std::terminate): a failure inside the plugin (an allocation, a thread that cannot start) is said once
-// per entry point, and the call goes to NCCL as if the plugin were not there.
+// per entry point, and the call goes to NCCL as if the plugin were not there; unless the call had
+// already passed its point of no return (symmem::PointOfNoReturn: a setup agreed on, a symmetric
+// kernel launched, a group's end begun), where NCCL would run it a second time or pair it with
+// nothing: it then returns ncclInternalError.
 template <typename Ours, typename Nccls>
 ncclResult_t guarded(std::once_flag& said, const char* name, Ours&& ours, Nccls&& nccls) {
   char what[192] = "unknown exception";
-  try {
-    return ours();
-  } catch (const std::exception& e) {
-    std::snprintf(what, sizeof(what), "%s", e.what());
-  } catch (...) {
+  bool begun = false;
+  {
+    const symmem::PointOfNoReturn point;
+    try {
+      return ours();
+    } catch (const std::exception& e) {
+      std::snprintf(what, sizeof(what), "%s", e.what());
+    } catch (...) {
+    }
+    begun = point.passed();
   }
   try {
+    if (begun) {
+      std::call_once(said, [&] {
+        SYMMEM_WARN(
+            "%s: internal error (%s) after the call had begun; it returns ncclInternalError, and is not "
+            "handed to NCCL",
+            name, what);
+      });
+      return ncclInternalError;
+    }
     std::call_once(said, [&] { SYMMEM_WARN("%s: internal error (%s); the call goes to NCCL", name, what); });
     return nccls(Process::get().nccl());
   } catch (...) {

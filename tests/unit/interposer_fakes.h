@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -118,6 +119,9 @@ class FakeSymmetric : public kernels::SymmetricComm {
   static inline SymVariant lastVariant = SymVariant::Push;
   static inline kernels::Status answer = kernels::Status::Ok;
   static inline int destroyed = 0;
+  // The call (counted as `calls`; 0: none) that throws once it has "launched" (noted as "sym"): a
+  // failure after the side effect its peers pair with.
+  static inline int throwAtCall = 0;
   ~FakeSymmetric() override { ++destroyed; }
   kernels::Status allReduce(const void*, void*, size_t, DataType, ReduceOp, kernels::KernelChoice k,
                             cudaStream_t) override {
@@ -125,7 +129,14 @@ class FakeSymmetric : public kernels::SymmetricComm {
     FakeNccl::note("sym", comm_);
     lastAlgorithm = k.algorithm;
     lastVariant = k.variant;
+    if (calls == throwAtCall) throw std::runtime_error("launched, then failed");
     return answer;
+  }
+  // A call's completion event, recorded after its kernel: noted as "event <event>".
+  static inline kernels::Status recordAnswer = kernels::Status::Ok;
+  kernels::Status recordEvent(cudaEvent_t event, cudaStream_t) override {
+    FakeNccl::note("event", event);
+    return recordAnswer;
   }
   void abort() override { ++aborted; }
   kernels::Status deviceStatus() const override { return device; }
@@ -152,6 +163,8 @@ class InterposerTest : public ::testing::Test {
     FakeSymmetric::calls = 0;
     FakeSymmetric::answer = kernels::Status::Ok;
     FakeSymmetric::destroyed = 0;
+    FakeSymmetric::throwAtCall = 0;
+    FakeSymmetric::recordAnswer = kernels::Status::Ok;
     FakeSymmetric::aborted = 0;
     FakeSymmetric::device = kernels::Status::Ok;
     nccl = FakeNccl::table();

@@ -35,9 +35,9 @@ CollConfigLayout unsetConfig() {
           nullptr};
 }
 
-std::string ev(const char* what, ncclComm_t comm) {
+std::string ev(const char* what, const void* comm) {
   char b[64];
-  std::snprintf(b, sizeof(b), "%s %p", what, static_cast<void*>(comm));
+  std::snprintf(b, sizeof(b), "%s %p", what, comm);
   return b;
 }
 
@@ -171,6 +171,27 @@ TEST_F(InterposerGroupTest, GroupEndReturnsTheGroupsErrors) {
   EXPECT_EQ(FakeNccl::events, (Events{"start", ev("sym", a), ev("nccl", a), "end"}));
 }
 
+// A held call that throws once launched: the held calls after it are still launched (their peers' are,
+// and wait for them), NCCL's group is ended exactly once, and the group returns an error. Nothing is
+// handed to NCCL a second time.
+TEST_F(InterposerGroupTest, AHeldCallThatThrowsLeavesTheRestLaunchedAndNcclsGroupEndedOnce) {
+  Interposer ip = make(true);
+  ncclComm_t a = fakeComm(0x5d00, 2), b = fakeComm(0x5e00, 2), c = fakeComm(0x5f00, 2);
+  EXPECT_EQ(group(ip, {a, b, c}), ncclSuccess);  // first sight: setups
+  FakeNccl::events.clear();
+  FakeNccl::allReduces = FakeNccl::groupEnds = 0;
+  FakeSymmetric::throwAtCall = FakeSymmetric::calls + 2;  // the second held call
+  ncclResult_t r = ncclSuccess;
+  EXPECT_NO_THROW(r = group(ip, {a, b, c}));
+  EXPECT_EQ(r, ncclInternalError);
+  EXPECT_EQ(FakeNccl::events, (Events{"start", ev("sym", a), ev("sym", b), ev("sym", c), "end"}));
+  EXPECT_EQ(FakeNccl::groupEnds, 1);
+  EXPECT_EQ(FakeNccl::allReduces, 0);
+  FakeNccl::events.clear();
+  EXPECT_EQ(group(ip, {a}), ncclSuccess);
+  EXPECT_EQ(FakeNccl::events, (Events{"start", ev("sym", a), "end"})) << "the plugin's group was left open";
+}
+
 // A simulated end launches nothing: the held calls are handed to NCCL so that it estimates the group
 // as issued, and the plugin's group is closed with NCCL's.
 TEST_F(InterposerGroupTest, SimulatedEndHandsHeldCallsToNcclAndClosesTheGroup) {
@@ -240,6 +261,86 @@ TEST_F(InterposerGroupTest, ConfigEntryPointDecidesPlainConfigurationsAndForward
   EXPECT_EQ(FakeSymmetric::calls, 3);
 }
 
+// The launch-completion event is a local CUDA object: one rank may pass one where its peers pass
+// none. It must not decide the route (one rank on NCCL while its peers launch the symmetric kernel hangs
+// them all): with and without it, in and out of groups, the call takes the same path, and the event is
+// recorded right after the symmetric kernel (in a group: after the held call is launched).
+TEST_F(InterposerGroupTest, ALaunchCompletionEventDoesNotChangeTheRoute) {
+  Interposer ip = make(true);
+  ncclComm_t a = fakeComm(0x6a00, 2);
+  CollConfigLayout without = unsetConfig();
+  CollConfigLayout with = unsetConfig();
+  void* event = reinterpret_cast<void*>(0xe1);
+  with.launchCompletionEvent = event;
+  EXPECT_EQ(ip.allReduceConfig(buf, buf, 8, ncclFloat32, ncclSum, a, nullptr, &without), ncclSuccess);
+  EXPECT_EQ(ip.allReduceConfig(buf, buf, 8, ncclFloat32, ncclSum, a, nullptr, &with), ncclSuccess);
+  EXPECT_EQ(ip.groupStart(), ncclSuccess);
+  EXPECT_EQ(ip.allReduceConfig(buf, buf, 8, ncclFloat32, ncclSum, a, nullptr, &with), ncclSuccess);
+  EXPECT_EQ(ip.allReduceConfig(buf, buf, 8, ncclFloat32, ncclSum, a, nullptr, &without), ncclSuccess);
+  EXPECT_EQ(ip.groupEnd(), ncclSuccess);
+  EXPECT_EQ(FakeSymmetric::calls, 4);
+  EXPECT_EQ(FakeNccl::allReduceConfigs, 0) << "the rank with an event left its peers for NCCL";
+  EXPECT_EQ(FakeNccl::events, (Events{ev("setup", a), ev("sym", a), ev("sym", a), ev("event", event), "start",
+                                      ev("sym", a), ev("event", event), ev("sym", a), "end"}));
+  // A call NCCL takes (4 MiB: the table's) gets its configuration back, event included: NCCL records it.
+  EXPECT_EQ(ip.allReduceConfig(buf, buf, 1 << 20, ncclFloat32, ncclSum, a, nullptr, &with), ncclSuccess);
+  EXPECT_EQ(FakeNccl::allReduceConfigs, 1);
+  EXPECT_EQ(FakeNccl::events.back(), ev("nccl-config", a));
+  // 2.31's struct has no event: whatever lies past its end is not read as one.
+  with.size = kCollConfigSize2_31;
+  FakeNccl::events.clear();
+  EXPECT_EQ(ip.allReduceConfig(buf, buf, 8, ncclFloat32, ncclSum, a, nullptr, &with), ncclSuccess);
+  EXPECT_EQ(FakeNccl::events, (Events{ev("sym", a)}));
+}
+
+// A record that fails is the call's CUDA error, said once per communicator like a failed launch; the
+// kernel was launched, so the route stays: nothing is handed to NCCL.
+TEST_F(InterposerGroupTest, AFailedEventRecordIsTheCallsCudaErrorNotAnotherRoute) {
+  std::vector<std::string> warnings;
+  setLogSinkForTesting([&](LogLevel level, const std::string& text) {
+    if (level == LogLevel::Warn) warnings.push_back(text);
+  });
+  Interposer ip = make(true);
+  ncclComm_t a = fakeComm(0x6b00, 2);
+  CollConfigLayout with = unsetConfig();
+  with.launchCompletionEvent = reinterpret_cast<void*>(0xe2);
+  FakeSymmetric::recordAnswer = kernels::Status::CudaError;
+  EXPECT_EQ(ip.allReduceConfig(buf, buf, 8, ncclFloat32, ncclSum, a, nullptr, &with), ncclUnhandledCudaError);
+  EXPECT_EQ(ip.groupStart(), ncclSuccess);
+  EXPECT_EQ(ip.allReduceConfig(buf, buf, 8, ncclFloat32, ncclSum, a, nullptr, &with), ncclSuccess);
+  EXPECT_EQ(ip.groupEnd(), ncclUnhandledCudaError);
+  EXPECT_EQ(FakeSymmetric::calls, 2);
+  EXPECT_EQ(FakeNccl::allReduceConfigs + FakeNccl::allReduces, 0);
+  EXPECT_EQ(FakeNccl::groupEnds, 1);
+  setLogSinkForTesting({});
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("launch-completion event"), std::string::npos) << warnings[0];
+}
+
+TEST(CollConfig, TheCompletionEventIsReadFrom2_32sStructOnly) {
+  void* event = reinterpret_cast<void*>(0xe3);
+  CollConfigLayout c = unsetConfig();
+  EXPECT_EQ(completionEventOf(nullptr), nullptr);
+  EXPECT_EQ(completionEventOf(&c), nullptr);
+  c.launchCompletionEvent = event;
+  EXPECT_EQ(completionEventOf(&c), event);
+  c.size = kCollConfigSize2_31;
+  EXPECT_EQ(completionEventOf(&c), nullptr) << "2.31's struct ends before the field";
+  c.size = 96;
+  EXPECT_EQ(completionEventOf(&c), nullptr) << "a size this code does not know";
+  c.size = kCollConfigSize2_32;
+  c.magic = 0;
+  EXPECT_EQ(completionEventOf(&c), nullptr) << "not NCCL's magic";
+}
+
+TEST(CollConfig, TheLaunchCompletionEventDoesNotDecide) {
+  CollConfigLayout c = unsetConfig();
+  c.launchCompletionEvent = reinterpret_cast<void*>(0xe1);
+  EXPECT_TRUE(judgeCollConfig(&c).symmetricAllowed) << judgeCollConfig(&c).why;
+  c.maxCTAs = 4;  // what every rank passes alike still decides
+  EXPECT_FALSE(judgeCollConfig(&c).symmetricAllowed);
+}
+
 TEST(CollConfig, OnlyAConfigurationAskingNothingAllowsTheSymmetricPath) {
   const CollConfigLayout plain = unsetConfig();
   EXPECT_TRUE(judgeCollConfig(nullptr).symmetricAllowed);
@@ -264,7 +365,6 @@ TEST(CollConfig, OnlyAConfigurationAskingNothingAllowsTheSymmetricPath) {
       {[](CollConfigLayout& x, const char*) { x.cgaClusterSize = 2; }, "a cluster size"},
       {[](CollConfigLayout& x, const char*) { x.algSelection = "RING"; }, "an algorithm selection"},
       {[](CollConfigLayout& x, const char*) { x.CTAPolicy = 0; }, "a CTA policy"},
-      {[](CollConfigLayout& x, const char*) { x.launchCompletionEvent = &x; }, "a launch-completion event"},
   };
   for (const Case& k : cases) {
     CollConfigLayout x = plain;

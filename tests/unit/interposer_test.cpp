@@ -189,6 +189,73 @@ TEST_F(InterposerTest, KernelTimeoutIsAnErrorAndOneWarning) {
   EXPECT_EQ(FakeNccl::allReduces, 1) << "Unsupported goes to NCCL";
 }
 
+// A kernel launch that throws may have launched: the call is not handed to NCCL as well (it would
+// run twice on this rank, once more than on its peers); the application hears of it as an error, with
+// one WARN, and the communicator's next calls run as before.
+TEST_F(InterposerTest, AFailureAfterTheLaunchIsAnErrorNotASecondCallToNccl) {
+  std::vector<std::string> warnings;
+  setLogSinkForTesting([&](LogLevel level, const std::string& text) {
+    if (level == LogLevel::Warn) warnings.push_back(text);
+  });
+  Interposer ip = make(true);
+  ncclComm_t comm = fakeComm(0x9000, 2);
+  FakeSymmetric::throwAtCall = 1;
+  ncclResult_t r = ncclSuccess;
+  EXPECT_NO_THROW(r = ip.allReduce(buf, buf, 8, ncclFloat32, ncclSum, comm, nullptr));
+  EXPECT_EQ(r, ncclInternalError);
+  EXPECT_EQ(FakeSymmetric::calls, 1);
+  EXPECT_EQ(FakeNccl::allReduces, 0) << "the launched call went to NCCL as well";
+  EXPECT_EQ(ip.allReduce(buf, buf, 8, ncclFloat32, ncclSum, comm, nullptr), ncclSuccess);
+  EXPECT_EQ(FakeSymmetric::calls, 2);
+  EXPECT_EQ(FakeNccl::allReduces, 0);
+  setLogSinkForTesting({});
+  EXPECT_EQ(warnings.size(), 1u);
+}
+
+// A setup that fails once this rank has reached the agreement (its exchanges posted, or half posted):
+// NCCL's all-reduce would pair with the peers' exchanges, so the call is an error instead.
+TEST_F(InterposerTest, ASetupThatFailsMidwayIsAnErrorNotACallToNccl) {
+  Interposer ip = make(true);
+  ncclComm_t comm = fakeComm(0x9100, 2);
+  setupHook = [](ncclComm_t) { throw std::runtime_error("exchange half posted"); };
+  ncclResult_t r = ncclSuccess;
+  EXPECT_NO_THROW(r = ip.allReduce(buf, buf, 8, ncclFloat32, ncclSum, comm, nullptr));
+  EXPECT_EQ(r, ncclInternalError);
+  EXPECT_EQ(setups, 1);
+  EXPECT_EQ(FakeNccl::allReduces, 0) << "NCCL's all-reduce would pair with the peers' setup exchanges";
+  EXPECT_EQ(FakeSymmetric::calls, 0);
+}
+
+// Before anything its peers pair with has happened, a failure is left to the entry point, which hands
+// the call to NCCL as if the plugin were not there.
+TEST_F(InterposerTest, AFailureBeforeAnySideEffectReachesTheEntryPoint) {
+  Interposer ip(
+      nccl, process, [](ncclComm_t, int, int, int, void*) { return std::make_unique<CommState>(); },
+      [](cudaStream_t) -> std::optional<bool> { throw std::runtime_error("probe failed"); });
+  ncclComm_t comm = fakeComm(0x9200, 2);
+  EXPECT_THROW(ip.allReduce(buf, buf, 8, ncclFloat32, ncclSum, comm, nullptr), std::runtime_error);
+  EXPECT_EQ(FakeNccl::allReduces, 0);
+}
+
+// What the entry points go by: a call starts short of its point of no return, whatever an earlier or
+// enclosing call did; an enclosing call learns that a call nested in it passed its own.
+TEST(InterposerPointOfNoReturn, IsPerCallAndTellsTheEnclosingCall) {
+  const PointOfNoReturn outer;
+  EXPECT_FALSE(outer.passed());
+  {
+    const PointOfNoReturn inner;
+    EXPECT_FALSE(inner.passed());
+    PointOfNoReturn::pass();
+    EXPECT_TRUE(inner.passed());
+  }
+  EXPECT_TRUE(outer.passed());
+  {
+    const PointOfNoReturn next;
+    EXPECT_FALSE(next.passed()) << "a call starts where the previous one left off";
+  }
+  EXPECT_TRUE(outer.passed());
+}
+
 // A rank whose settings turn the path off still runs setup (its vote, plugin/setup_vote.h) at the
 // first eligible call: its peers, with the path on, post the setup exchange at that very call, and a
 // rank that forwarded it to NCCL instead would pair their all-gather with its all-reduce.
