@@ -45,6 +45,20 @@ ncclCommGetAsyncError instead of blocking, so a dead or aborted peer ends the wa
 `symmetric path on` or `all-reduces stay on NCCL` line. --abort-after-first, --keep-calling and
 --wait-async-error drive the failure scenarios (tests/multiproc/CMakeLists.txt).
 
+--scenario NAME (launched ranks only) runs one reliability scenario instead, each result checked exactly,
+and ends with one line `pynccl_client[rank r]: scenario NAME: ... PASS|FAIL (...)` (exit 0 on PASS):
+  many-comms           --comms N (default 200) communicators in a loop, each from its own unique id, one
+                       checked all-reduce each; every 4th split (ncclCommSplit, color rank % 2, key rank)
+                       and the child used once and destroyed; every 5th ended by ncclCommAbort
+  nonblocking          ncclCommInitRankConfig with blocking = 0, polled until ready; eager and graph
+                       all-reduces, each polled until no longer in progress; destroy
+  two-comms-one-group  two communicators, one all-reduce on each inside one ncclGroupStart/End, 20 times
+  mixed-eager-graph    eager all-reduces between replays of a graph of 4 all-reduces, 20 rounds
+  timeout              the last rank stops after --stall-after K all-reduces and sleeps; the others must see
+                       an error (from a call or ncclCommGetAsyncError) within --stall-timeout +
+                       --wait-async-error (default 30) seconds; then every rank aborts (the symmetric path's
+                       SYMMEM_TIMEOUT_MS, set small by the caller, is what ends their wait)
+
 Keep NCCL_NVLS_ENABLE=0 on shared machines (set here by default when unset).
 """
 import argparse
@@ -71,6 +85,13 @@ MAX_RANKS = 32  # |sum| <= 8 * 32 = 256: every partial sum is an integer bf16 ho
 EXPECT_PATHS = ("symmetric", "nccl", "any")
 NO_LATENCY = "shared GPU: correctness only, no latency figures"
 ABORT_DELAY_S = 2.0  # rank 0 waits this long before aborting, so that the others are inside the all-reduce
+# --scenario: reliability scenarios of one launched rank (docs/validation.md, "Many ranks on one GPU")
+SCENARIOS = ("many-comms", "nonblocking", "two-comms-one-group", "mixed-eager-graph", "timeout")
+DEFAULT_COMMS, DEFAULT_STALL_AFTER = 200, 3
+PROGRESS_EVERY = 50       # many-comms: a progress line every this many communicators
+ROUNDS = 20               # two-comms-one-group and mixed-eager-graph
+STALL_ASYNC_WAIT_S = 30   # timeout: how long the others poll ncclCommGetAsyncError once their stream stops
+STALL_MARGIN_S = 15       # timeout: how long the staller sleeps beyond the others' bound
 ncclInProgress = 7
 
 # ==== NCCL types, as nccl.h defines them =============================================================
@@ -85,6 +106,43 @@ NCCL_UNIQUE_ID_BYTES = 128
 
 class ncclUniqueId(ctypes.Structure):
     _fields_ = [("internal", ctypes.c_byte * NCCL_UNIQUE_ID_BYTES)]
+
+
+# ncclConfig_t as nccl.h 2.28 lays it out (struct ncclConfig_v22800; the same in 2.28.3 and 2.28.9). NCCL
+# copies min(size, its own sizeof) bytes and resets the fields newer than `version`, so an older or a
+# newer libnccl reads this one correctly too.
+NCCL_CONFIG_MAGIC = 0xCAFEBEEF
+NCCL_CONFIG_UNDEF_INT = -2 ** 31  # INT_MIN
+NCCL_SPLIT_NOCOLOR = -1
+
+
+class ncclConfig_t(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_size_t), ("magic", ctypes.c_uint), ("version", ctypes.c_uint),
+                ("blocking", ctypes.c_int), ("cgaClusterSize", ctypes.c_int), ("minCTAs", ctypes.c_int),
+                ("maxCTAs", ctypes.c_int), ("netName", ctypes.c_char_p), ("splitShare", ctypes.c_int),
+                ("trafficClass", ctypes.c_int), ("commName", ctypes.c_char_p), ("collnetEnable", ctypes.c_int),
+                ("CTAPolicy", ctypes.c_int), ("shrinkShare", ctypes.c_int), ("nvlsCTAs", ctypes.c_int),
+                ("nChannelsPerNetPeer", ctypes.c_int), ("nvlinkCentricSched", ctypes.c_int)]
+
+
+def make_config(version: int, **fields) -> ncclConfig_t:
+    """What NCCL_CONFIG_INITIALIZER makes (size, magic, version, every other int INT_MIN and every pointer
+    NULL), with `version` the loaded library's ncclGetVersion (= NCCL_VERSION(major, minor, patch)) and
+    `fields` set on top, e.g. blocking=0."""
+    config = ncclConfig_t()
+    config.size = ctypes.sizeof(ncclConfig_t)
+    config.magic = NCCL_CONFIG_MAGIC
+    config.version = version
+    for name, ctype in ncclConfig_t._fields_[3:]:
+        if ctype is ctypes.c_int:
+            setattr(config, name, NCCL_CONFIG_UNDEF_INT)
+        else:
+            setattr(config, name, None)
+    for name, value in fields.items():
+        if name not in {n for n, _ in ncclConfig_t._fields_[3:]}:
+            raise ValueError(f"ncclConfig_t has no settable field {name!r}")
+        setattr(config, name, value)
+    return config
 
 
 NCCL_SUM = 0
@@ -151,8 +209,13 @@ class NCCLLibrary:
         Function("ncclCommDestroy", ncclResult_t, [ncclComm_t]),
         Function("ncclCommAbort", ncclResult_t, [ncclComm_t]),
         Function("ncclCommGetAsyncError", ncclResult_t, [ncclComm_t, ctypes.POINTER(ncclResult_t)]),
+        Function("ncclCommInitRankConfig", ncclResult_t,
+                 [ctypes.POINTER(ncclComm_t), ctypes.c_int, ncclUniqueId, ctypes.c_int, ctypes.POINTER(ncclConfig_t)]),
+        Function("ncclCommSplit", ncclResult_t,
+                 [ncclComm_t, ctypes.c_int, ctypes.c_int, ctypes.POINTER(ncclComm_t), ctypes.POINTER(ncclConfig_t)]),
     ]
-    optional_functions = {"ncclGetLastError", "ncclCommGetAsyncError"}  # 2.13+; only the launched mode uses the latter
+    # 2.13+ (last error, async error), 2.14+ (config), 2.18+ (split): only the launched mode's scenarios use them
+    optional_functions = {"ncclGetLastError", "ncclCommGetAsyncError", "ncclCommInitRankConfig", "ncclCommSplit"}
 
     path_to_library_cache: Dict[str, Any] = {}
     path_to_dict_mapping: Dict[str, Dict[str, Any]] = {}
@@ -242,6 +305,41 @@ class NCCLLibrary:
 
     def ncclCommAbort(self, comm) -> None:
         self._check("ncclCommAbort", self._funcs["ncclCommAbort"](comm))
+
+    def ncclCommDestroyNonBlocking(self, comm) -> int:
+        """ncclCommDestroy of a non-blocking communicator: ncclSuccess or ncclInProgress."""
+        return self._check_nb("ncclCommDestroy", self._funcs["ncclCommDestroy"](comm))
+
+    def _optional(self, name: str):
+        f = self._funcs.get(name)
+        if f is None:
+            raise NcclError(f"{self.so_file!r} does not define {name}")
+        return f
+
+    def _check_nb(self, name: str, result: int, comm=None) -> int:
+        """A call on a non-blocking communicator: ncclSuccess or ncclInProgress come back, the rest raises."""
+        if result not in (0, ncclInProgress):
+            self._check(name, result, comm)
+        return result
+
+    def ncclCommInitRankConfig(self, world_size: int, unique_id: ncclUniqueId, rank: int, config: ncclConfig_t):
+        """(communicator, ncclSuccess or ncclInProgress); other results raise."""
+        comm = ncclComm_t()
+        code = self._optional("ncclCommInitRankConfig")(ctypes.byref(comm), world_size, unique_id, rank,
+                                                         ctypes.byref(config))
+        return comm, self._check_nb("ncclCommInitRankConfig", code)
+
+    def ncclCommSplit(self, comm, color: int, key: int, config: Optional[ncclConfig_t] = None):
+        """The child communicator (None for NCCL_SPLIT_NOCOLOR); config None: the parent's."""
+        child = ncclComm_t()
+        self._check("ncclCommSplit", self._optional("ncclCommSplit")(
+            comm, color, key, ctypes.byref(child), ctypes.byref(config) if config is not None else None), comm)
+        return child
+
+    def ncclAllReduceNonBlocking(self, sendbuff, recvbuff, count: int, datatype: int, op: int, comm, stream) -> int:
+        """ncclAllReduce on a non-blocking communicator: returns ncclSuccess or ncclInProgress."""
+        return self._check_nb("ncclAllReduce",
+                              self._funcs["ncclAllReduce"](sendbuff, recvbuff, count, datatype, op, comm, stream), comm)
 
     def ncclCommGetAsyncError(self, comm) -> int:
         """The communicator's asynchronous error (ncclResult_t); the call's own failure raises."""
@@ -605,6 +703,14 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--keep-calling", type=_positive(0), default=0, metavar="S",
                    help="with --launched: after the first communicator is up, keep making checked all-reduces "
                         "for about S seconds (rank 0's clock, agreed through an all-reduce)")
+    g.add_argument("--scenario", choices=SCENARIOS, metavar="NAME",
+                   help="with --launched: run one reliability scenario instead of the checks above: "
+                        + ", ".join(SCENARIOS) + "; prints 'scenario NAME: ... PASS|FAIL (...)'")
+    g.add_argument("--comms", type=_positive(1), metavar="N",
+                   help=f"--scenario many-comms: communicators made one after the other (default {DEFAULT_COMMS})")
+    g.add_argument("--stall-after", type=_positive(1), metavar="K",
+                   help="--scenario timeout: the last rank stops calling after K checked all-reduces and sleeps "
+                        f"past the others' bound (default {DEFAULT_STALL_AFTER})")
     return p
 
 
@@ -644,6 +750,27 @@ def parse_args(argv=None, environ=None) -> argparse.Namespace:
             parser.error("--device picks the GPU of one rank: not with --nranks > 1 (rank r uses GPU r)")
     if args.abort_after_first and args.world < 2:
         parser.error("--abort-after-first needs WORLD_SIZE >= 2")
+    if args.scenario and not args.self_test:
+        if not args.launched:
+            parser.error("--scenario needs --launched (start the ranks with tests/multiproc/launch_ranks.py)")
+        if args.abort_after_first or args.keep_calling:
+            parser.error("--scenario does not go with --abort-after-first or --keep-calling")
+        if args.scenario == "timeout" and args.world < 2:
+            parser.error("--scenario timeout needs WORLD_SIZE >= 2 (the last rank stalls, the others must notice)")
+    for flag, value, scenario in (("--comms", args.comms, "many-comms"), ("--stall-after", args.stall_after, "timeout")):
+        if value is not None and args.scenario != scenario and not args.self_test:
+            parser.error(f"{flag} goes with --scenario {scenario}")
+    if args.scenario == "timeout" and not args.self_test:
+        bound = args.stall_timeout + (args.wait_async_error or STALL_ASYNC_WAIT_S)
+        need = bound + min(STALL_MARGIN_S, bound) + 30
+        if args.timeout < need:
+            parser.error(f"--scenario timeout: --timeout {args.timeout} must be at least {need} (the last rank sleeps "
+                         f"past the others' bound of --stall-timeout + --wait-async-error (or {STALL_ASYNC_WAIT_S}) = "
+                         f"{bound} s)")
+    if args.comms is None:
+        args.comms = DEFAULT_COMMS
+    if args.stall_after is None:
+        args.stall_after = DEFAULT_STALL_AFTER
     if args.nccl:
         args.nccl_path, args.nccl_source = args.nccl, "--nccl"
     elif environ.get("SGLANG_NCCL_SO_PATH"):
@@ -725,12 +852,14 @@ class FileChannel:
         self.directory, self.rank, self.timeout = directory, rank, timeout
         self.seq = 0
 
-    def _path(self) -> str:
+    def _path(self, name: Optional[str] = None) -> str:
+        if name is not None:  # a name of the caller's (one per communicator of a loop), not counted
+            return os.path.join(self.directory, f"uid-{name}")
         self.seq += 1
         return os.path.join(self.directory, f"uid-{self.seq}")
 
-    def publish_id(self, uid: ncclUniqueId) -> None:
-        path = self._path()
+    def publish_id(self, uid: ncclUniqueId, name: Optional[str] = None) -> None:
+        path = self._path(name)
         tmp = f"{path}.tmp-{os.getpid()}"
         with open(tmp, "wb") as f:
             f.write(bytes(uid))
@@ -738,8 +867,8 @@ class FileChannel:
             os.fsync(f.fileno())
         os.replace(tmp, path)
 
-    def receive_id(self) -> ncclUniqueId:
-        path = self._path()
+    def receive_id(self, name: Optional[str] = None) -> ncclUniqueId:
+        path = self._path(name)
         deadline = time.monotonic() + self.timeout
         delay = 0.001
         while True:
@@ -812,13 +941,17 @@ class Rank:
         return False
 
     # -- ids and communicators --
-    def exchange_id(self, lib: NCCLLibrary) -> ncclUniqueId:
+    def exchange_id(self, lib: NCCLLibrary, name: Optional[str] = None) -> ncclUniqueId:
+        """Rank 0 makes a unique id and hands it to the others; `name` (launched ranks only) names its file."""
         if self.rank == 0:
             uid = lib.ncclGetUniqueId()
             if self.channel:
-                self.channel.publish_id(uid)
+                if name is None:
+                    self.channel.publish_id(uid)
+                else:
+                    self.channel.publish_id(uid, name)
             return uid
-        return self.channel.receive_id()
+        return self.channel.receive_id() if name is None else self.channel.receive_id(name)
 
     def new_comm(self, lib: NCCLLibrary, what: str, uid: Optional[ncclUniqueId] = None):
         if uid is None:
@@ -872,14 +1005,17 @@ class Rank:
 
     # -- one checked all-reduce, eager --
     def eager(self, lib, comm, dtype: str, count: int, inplace: bool, salt: int, stream, label: str,
-              grouped: bool = False) -> None:
+              grouped: bool = False, member=None, nonblocking: bool = False) -> None:
+        """member: (rank, ranks) in `comm` when it is not (self.rank, self.nranks), e.g. a split child.
+        nonblocking: `comm` is non-blocking: the call may return ncclInProgress, then it is polled."""
         cuda = self.cuda
+        me, ranks = member if member is not None else (self.rank, self.nranks)
         esize = DTYPES[dtype][1]
         nbytes = count * esize
         send = cuda.malloc(nbytes)
         recv = send if inplace else cuda.malloc(nbytes)
         try:
-            mine = contribution_bytes(count, dtype, self.rank, salt)
+            mine = contribution_bytes(count, dtype, me, salt)
             cuda.upload(send, mine)
             if not inplace:
                 cuda.memset(recv, 0xFF, nbytes)  # NaN in every float type: an unwritten output fails
@@ -890,12 +1026,15 @@ class Rank:
                     lib.ncclAllReduce(send, recv, count, DTYPES[dtype][0], NCCL_SUM, comm, stream)
                 finally:
                     lib.ncclGroupEnd()
+            elif nonblocking:
+                lib.ncclAllReduceNonBlocking(send, recv, count, DTYPES[dtype][0], NCCL_SUM, comm, stream)
+                self.settle(lib, comm, f"{label} {dtype} count {count}: ncclAllReduce")
             else:
                 lib.ncclAllReduce(send, recv, count, DTYPES[dtype][0], NCCL_SUM, comm, stream)
             self.wait(lib, comm, stream, f"{label} {dtype} count {count}")
             where = "in place" if inplace else "out of place"
             self.compare(f"{label} {dtype} count {count} {where}", cuda.download(recv, nbytes),
-                         expected_bytes(count, dtype, self.nranks, salt), dtype)
+                         expected_bytes(count, dtype, ranks, salt), dtype)
             if not inplace:
                 self.compare(f"{label} {dtype} count {count} out of place: input unchanged",
                              cuda.download(send, nbytes), mine, dtype)
@@ -1122,6 +1261,356 @@ class Rank:
             lib.ncclCommAbort(comm)
         self.expect(lib.ncclGetVersion() == version, "ncclGetVersion after ncclCommAbort")
 
+    # ==== --scenario: reliability scenarios, one launched rank each =================================
+    def settle(self, lib, comm, what: str) -> None:
+        """A non-blocking communicator's call returned: poll ncclCommGetAsyncError until it leaves
+        ncclInProgress (at most --stall-timeout seconds); an error, or still in progress then, raises."""
+        deadline = time.monotonic() + self.args.stall_timeout
+        delay = 0.0001
+        while True:
+            code = lib.ncclCommGetAsyncError(comm)
+            if code == 0:
+                return
+            if code != ncclInProgress:
+                raise NcclError(nccl_error_message(f"{what}: ncclCommGetAsyncError", code, lib.ncclGetErrorString(code),
+                                                   lib._last_error(comm)))
+            if time.monotonic() >= deadline:
+                raise NcclError(f"{what}: still ncclInProgress after {self.args.stall_timeout} s (--stall-timeout)")
+            time.sleep(delay)
+            delay = min(delay * 2, 0.01)
+
+    def check_comm(self, lib, comm, what: str, ranks: int, me: int) -> None:
+        self.expect(bool(comm.value), f"{what}: a communicator came back")
+        self.expect(lib.ncclCommCount(comm) == ranks, f"{what}: ncclCommCount == {ranks}")
+        self.expect(lib.ncclCommUserRank(comm) == me, f"{what}: ncclCommUserRank == {me}")
+        self.expect(lib.ncclCommCuDevice(comm) == self.device, f"{what}: ncclCommCuDevice == {self.device}")
+
+    def track(self, comm):
+        """A communicator this scenario holds: aborted (never waits for a peer) if the scenario fails."""
+        self.live.append(comm)
+        return comm
+
+    def end_comm(self, lib, comm, abort: bool = False) -> None:
+        self.live = [c for c in self.live if c.value != comm.value]
+        (lib.ncclCommAbort if abort else lib.ncclCommDestroy)(comm)
+
+    def run_scenario(self) -> str:
+        """Runs --scenario; returns what was done, in a few words. A failure raises or counts as wrong."""
+        args = self.args
+        self.live = []
+        self.lib = lib = HOOKS["nccl"](args.nccl_path)
+        version = lib.ncclGetVersion()
+        if self.cuda is None:
+            self.cuda = HOOKS["cuda"](args.cudart)
+        cuda = self.cuda
+        cuda.set_device(self.device)
+        if self.rank == 0:
+            self.say(f"scenario {args.scenario}: NCCL {decode_nccl_version(version)} from {args.nccl_path} "
+                     f"({args.nccl_source}); {self.nranks} rank(s) on GPU {self.device}")
+        self.stream = cuda.stream_create()
+        run = {"many-comms": self.scenario_many_comms, "nonblocking": self.scenario_nonblocking,
+               "two-comms-one-group": self.scenario_two_comms, "mixed-eager-graph": self.scenario_mixed,
+               "timeout": self.scenario_timeout}[args.scenario]
+        try:
+            return run(lib, version)
+        except BaseException:
+            for comm in reversed(self.live):  # children before their parents
+                try:
+                    lib.ncclCommAbort(comm)
+                except NcclError as e:
+                    self.say(f"ERROR: {e}")
+            self.live = []
+            raise
+        finally:
+            try:
+                cuda.stream_destroy(self.stream)  # does not wait for work still on it
+            except CudaError:
+                pass
+            self.stream = None
+
+    def scenario_many_comms(self, lib, version) -> str:
+        """--comms communicators one after the other, each with one checked all-reduce; every 4th split
+        (color rank % 2, key rank) with a checked all-reduce on the child; every 5th ended by an abort."""
+        n = self.args.comms
+        start = time.monotonic()
+        splits = aborts = 0
+        color = self.rank % 2
+        members = [r for r in range(self.nranks) if r % 2 == color]
+        for i in range(1, n + 1):
+            what = f"communicator {i}"
+            uid = self.exchange_id(lib, name=f"many-comms-{i}")
+            comm = self.track(lib.ncclCommInitRank(self.nranks, uid, self.rank))
+            self.check_comm(lib, comm, what, self.nranks, self.rank)
+            self.eager(lib, comm, "float32", 1024, i % 2 == 0, i % PERIOD, self.stream, what)
+            if i % 4 == 0:  # a split is collective over the parent: every rank splits the same ones
+                child = self.track(lib.ncclCommSplit(comm, color, self.rank))
+                me = members.index(self.rank)
+                child_what = f"{what}'s split child (color {color}, {len(members)} rank(s))"
+                self.check_comm(lib, child, child_what, len(members), me)
+                self.eager(lib, child, "float32", 1024, i % 8 == 0, (i + 5) % PERIOD, self.stream, child_what,
+                           member=(me, len(members)))
+                self.end_comm(lib, child)
+                splits += 1
+            if i % 5 == 0:
+                self.end_comm(lib, comm, abort=True)
+                aborts += 1
+            else:
+                self.end_comm(lib, comm)
+            if i % PROGRESS_EVERY == 0 and i < n:
+                self.say(f"scenario many-comms: {i} of {n} communicators done ({splits} split, {aborts} aborted), "
+                         f"{self.wrong} wrong, {time.monotonic() - start:.0f} s")
+        return (f"{n} communicators ({splits} split into children of {len(members)} rank(s), {aborts} ended with "
+                f"ncclCommAbort, the rest with ncclCommDestroy) in {time.monotonic() - start:.0f} s")
+
+    def scenario_nonblocking(self, lib, version) -> str:
+        """ncclCommInitRankConfig with blocking = 0, polled until ready; checked all-reduces, eager and in
+        a CUDA graph, each polled until no longer in progress; destroy."""
+        args, cuda = self.args, self.cuda
+        config = make_config(version, blocking=0)
+        uid = self.exchange_id(lib)
+        comm, code = lib.ncclCommInitRankConfig(self.nranks, uid, self.rank, config)
+        if comm.value:
+            self.track(comm)
+        self.expect(bool(comm.value), "ncclCommInitRankConfig (blocking = 0) returned a communicator at once")
+        if not comm.value:
+            raise NcclError("ncclCommInitRankConfig (blocking = 0) returned no communicator")
+        init_note = "ncclInProgress" if code == ncclInProgress else "ncclSuccess"
+        self.settle(lib, comm, "ncclCommInitRankConfig (blocking = 0)")
+        self.check_comm(lib, comm, "non-blocking communicator", self.nranks, self.rank)
+        eager = [("float32", 1024, True), ("bfloat16", 4097, False), ("float16", 1, False), ("float32", 65536, True)]
+        for k, (dtype, count, inplace) in enumerate(eager):
+            self.eager(lib, comm, dtype, count, inplace, k + 3, self.stream, "non-blocking eager", nonblocking=True)
+        specs = [("float32", 1024, True), ("bfloat16", 4097, False), ("float32", 1001, False), ("float16", 2048, True)]
+        replays = max(args.graph_replays, 1)
+        self.graph_rounds(lib, comm, specs, replays, eager_between=False, nonblocking=True)
+        code = lib.ncclCommDestroyNonBlocking(comm)
+        self.live = [c for c in self.live if c.value != comm.value]
+        destroy_note = "" if code == 0 else " (ncclCommDestroy returned ncclInProgress: NCCL finishes it on its own)"
+        return (f"non-blocking communicator (ncclCommInitRankConfig returned {init_note}, then polled), "
+                f"{len(eager)} eager all-reduces and a graph of {len(specs)} replayed {replays} times{destroy_note}")
+
+    def scenario_two_comms(self, lib, version) -> str:
+        """Two communicators over the same ranks; from this thread, one all-reduce on each inside one
+        ncclGroupStart/End, ROUNDS times (even rounds one stream, odd rounds two), checked."""
+        cuda = self.cuda
+        comm_a = self.track(self.new_comm(lib, "communicator A"))
+        comm_b = self.track(self.new_comm(lib, "communicator B"))
+        other = cuda.stream_create()
+        a_count, b_count = 1024, 2048
+        a_bytes, b_bytes = a_count * 4, b_count * 2
+        a_buf = cuda.malloc(a_bytes)
+        b_send, b_recv = cuda.malloc(b_bytes), cuda.malloc(b_bytes)
+        try:
+            for r in range(ROUNDS):
+                b_stream = other if r % 2 else self.stream
+                a_salt, b_salt = r % PERIOD, (r + 9) % PERIOD
+                cuda.upload(a_buf, contribution_bytes(a_count, "float32", self.rank, a_salt))
+                b_mine = contribution_bytes(b_count, "bfloat16", self.rank, b_salt)
+                cuda.upload(b_send, b_mine)
+                cuda.memset(b_recv, 0xFF, b_bytes)
+                cuda.synchronize()
+                lib.ncclGroupStart()
+                try:
+                    lib.ncclAllReduce(a_buf, a_buf, a_count, DTYPES["float32"][0], NCCL_SUM, comm_a, self.stream)
+                    lib.ncclAllReduce(b_send, b_recv, b_count, DTYPES["bfloat16"][0], NCCL_SUM, comm_b, b_stream)
+                finally:
+                    lib.ncclGroupEnd()
+                where = "two streams" if r % 2 else "one stream"
+                self.wait(lib, comm_a, self.stream, f"round {r} communicator A")
+                self.wait(lib, comm_b, b_stream, f"round {r} communicator B")
+                self.compare(f"round {r} ({where}) communicator A float32 count {a_count} in place",
+                             cuda.download(a_buf, a_bytes), expected_bytes(a_count, "float32", self.nranks, a_salt),
+                             "float32")
+                self.compare(f"round {r} ({where}) communicator B bfloat16 count {b_count} out of place",
+                             cuda.download(b_recv, b_bytes), expected_bytes(b_count, "bfloat16", self.nranks, b_salt),
+                             "bfloat16")
+                self.compare(f"round {r} communicator B: input unchanged", cuda.download(b_send, b_bytes), b_mine,
+                             "bfloat16")
+        finally:
+            for ptr in (a_buf, b_send, b_recv):
+                try:
+                    cuda.free(ptr)
+                except CudaError:
+                    pass
+            try:
+                cuda.stream_destroy(other)
+            except CudaError:
+                pass
+        self.end_comm(lib, comm_b)
+        self.end_comm(lib, comm_a)
+        return f"two communicators, {ROUNDS} groups of one all-reduce on each (one stream and two streams, alternating)"
+
+    def scenario_mixed(self, lib, version) -> str:
+        """One communicator: eager all-reduces between replays of a graph of 4 captured all-reduces,
+        ROUNDS rounds, fresh inputs each time, checked."""
+        comm = self.track(self.new_comm(lib, "communicator"))
+        # The first call eager: the plugin sets a communicator up on an eager call, never inside a capture.
+        self.eager(lib, comm, "float32", 1024, True, 1, self.stream, "first eager")
+        specs = [("float32", 1024, True), ("bfloat16", 4097, False), ("float16", 1, True), ("float32", 16384, False)]
+        self.graph_rounds(lib, comm, specs, ROUNDS, eager_between=True)
+        self.end_comm(lib, comm)
+        return f"{ROUNDS} rounds of an eager all-reduce and a replay of a graph of {len(specs)} all-reduces"
+
+    def graph_rounds(self, lib, comm, specs, rounds: int, eager_between: bool, nonblocking: bool = False) -> None:
+        """Captures one all-reduce per spec (dtype, count, in place) into a graph, then `rounds` times: an
+        eager all-reduce (eager_between), fresh inputs, a replay, the results checked."""
+        cuda, args = self.cuda, self.args
+        bufs = []
+        graph = exec_ = None
+        eager_counts = [1024, 1001, 4097, 17]
+        try:
+            for dtype, count, inplace in specs:
+                nbytes = count * DTYPES[dtype][1]
+                send = cuda.malloc(nbytes)
+                bufs.append((dtype, count, nbytes, send, send if inplace else cuda.malloc(nbytes), inplace))
+            cuda.synchronize()
+            cuda.begin_capture(self.stream, CAPTURE_MODES[args.capture_mode])
+            try:
+                for k, (dtype, count, _, send, recv, _) in enumerate(bufs):
+                    if nonblocking:  # no stream query inside a capture: NCCL's own state only
+                        lib.ncclAllReduceNonBlocking(send, recv, count, DTYPES[dtype][0], NCCL_SUM, comm, self.stream)
+                        self.settle(lib, comm, f"captured all-reduce {k}")
+                    else:
+                        lib.ncclAllReduce(send, recv, count, DTYPES[dtype][0], NCCL_SUM, comm, self.stream)
+            except BaseException:
+                try:
+                    broken = cuda.end_capture(self.stream)
+                    if broken:
+                        cuda.graph_destroy(broken)
+                except CudaError:
+                    pass
+                raise
+            graph = cuda.end_capture(self.stream)
+            exec_ = cuda.graph_instantiate(graph)
+            for r in range(rounds):
+                if eager_between:
+                    dtype = "float32" if r % 2 else "bfloat16"
+                    self.eager(lib, comm, dtype, eager_counts[r % len(eager_counts)], r % 3 == 0, (r + 2) % PERIOD,
+                               self.stream, f"round {r} eager")
+                for k, (dtype, count, nbytes, send, recv, inplace) in enumerate(bufs):
+                    cuda.upload(send, contribution_bytes(count, dtype, self.rank, 100 + r * len(bufs) + k))
+                    if not inplace:
+                        cuda.memset(recv, 0xFF, nbytes)
+                cuda.synchronize()
+                cuda.graph_launch(exec_, self.stream)
+                self.wait(lib, comm, self.stream, f"round {r} graph replay")
+                for k, (dtype, count, nbytes, send, recv, inplace) in enumerate(bufs):
+                    where = "in place" if inplace else "out of place"
+                    self.compare(f"round {r} graph call {k} {dtype} count {count} {where}", cuda.download(recv, nbytes),
+                                 expected_bytes(count, dtype, self.nranks, 100 + r * len(bufs) + k), dtype)
+        finally:
+            if exec_:
+                cuda.graph_exec_destroy(exec_)
+            if graph:
+                cuda.graph_destroy(graph)
+            for _, _, _, send, recv, inplace in bufs:
+                cuda.free(send)
+                if not inplace:
+                    cuda.free(recv)
+
+    def stall_bound(self) -> float:
+        """timeout: how long the others may take, once the last rank stops, to see the error."""
+        return self.args.stall_timeout + (self.args.wait_async_error or STALL_ASYNC_WAIT_S)
+
+    def scenario_timeout(self, lib, version) -> str:
+        """--stall-after K checked all-reduces on every rank; then the last rank stops calling and sleeps
+        past the others' bound, while the others keep calling until they see an error (an all-reduce
+        that returns one, or ncclCommGetAsyncError); every rank then aborts its communicator."""
+        args = self.args
+        comm = self.track(self.new_comm(lib, "communicator"))
+        for k in range(args.stall_after):
+            self.eager(lib, comm, "float32", 1024, k % 2 == 0, k % PERIOD, self.stream, f"before the stall, call {k}")
+        staller = self.nranks - 1
+        bound = self.stall_bound()
+        if self.rank == staller:
+            nap = bound + min(STALL_MARGIN_S, bound)
+            self.say(f"scenario timeout: stopping after {args.stall_after} checked all-reduces; sleeping {nap:g} s "
+                     f"(the others' bound is {bound:g} s), then ncclCommAbort")
+            time.sleep(nap)
+            self.end_comm(lib, comm, abort=True)
+            return f"rank {staller} stopped after {args.stall_after} all-reduces, slept {nap:g} s and aborted"
+        outcome, elapsed, calls = self.call_until_error(lib, comm, bound)
+        if outcome:
+            self.expect(True, f"saw an error {elapsed:.1f} s after rank {staller} stopped: {outcome}")
+        else:
+            self.expect(False, f"no error in {elapsed:.1f} s after rank {staller} stopped (bound {bound:g} s)")
+        self.end_comm(lib, comm, abort=True)
+        if not outcome:
+            raise NcclError(f"no error within {bound:g} s after rank {staller} stopped calling ({calls} call(s) made)")
+        return (f"rank {staller} stopped after {args.stall_after} all-reduces; this rank saw an error after "
+                f"{calls} more call(s), {elapsed:.1f} s later (bound {bound:g} s): {outcome}; then ncclCommAbort")
+
+    def call_until_error(self, lib, comm, bound: float):
+        """timeout, the ranks that go on: checked all-reduces until one fails. Each call's stream and
+        ncclCommGetAsyncError are polled (never a blocking synchronize); once the stream has finished with
+        wrong values, or has not finished after --stall-timeout, ncclCommGetAsyncError is polled for the
+        rest of `bound`. Returns (what was seen or "", seconds since the stall, calls made)."""
+        args, cuda = self.args, self.cuda
+        count = 1024
+        nbytes = count * 4
+        send, recv = cuda.malloc(nbytes), cuda.malloc(nbytes)
+        start = time.monotonic()
+        calls = 0
+        finished = True  # whether nothing of ours is left running on the stream
+        outcome = ""
+        try:
+            while not outcome and time.monotonic() - start < bound:
+                salt = (calls + 7) % PERIOD
+                # cudaMemcpy from pageable memory returns when done and waits for nothing on our stream
+                cuda.upload(send, contribution_bytes(count, "float32", self.rank, salt))
+                cuda.upload(recv, b"\xff" * nbytes)
+                try:
+                    lib.ncclAllReduce(send, recv, count, DTYPES["float32"][0], NCCL_SUM, comm, self.stream)
+                except NcclError as e:
+                    outcome = f"ncclAllReduce returned an error: {e}"
+                    break
+                calls += 1
+                finished = False
+                deadline = time.monotonic() + args.stall_timeout
+                while True:
+                    finished = cuda.stream_query(self.stream)
+                    code = lib.ncclCommGetAsyncError(comm)
+                    if code not in (0, ncclInProgress):
+                        outcome = (f"ncclCommGetAsyncError returned {code} ({lib.ncclGetErrorString(code)}) while "
+                                   f"call {calls} {'had finished' if finished else 'was still running'}")
+                        break
+                    if finished or time.monotonic() >= deadline:
+                        break
+                    time.sleep(0.01)
+                if outcome:
+                    break
+                if finished:
+                    got = cuda.download(recv, nbytes)
+                    if got == expected_bytes(count, "float32", self.nranks, salt):
+                        self.say(f"scenario timeout: call {calls} after the stall finished with the right sum")
+                        continue
+                    why = f"call {calls} finished with wrong values (its results are invalid)"
+                else:
+                    why = f"call {calls} still running after {args.stall_timeout} s (--stall-timeout)"
+                rest = max(bound - (time.monotonic() - start), 1.0)
+                self.say(f"scenario timeout: {why}; polling ncclCommGetAsyncError for up to {rest:.0f} s")
+                poll_end = time.monotonic() + rest
+                while time.monotonic() < poll_end:
+                    code = lib.ncclCommGetAsyncError(comm)
+                    if code not in (0, ncclInProgress):
+                        outcome = f"{why}; ncclCommGetAsyncError returned {code} ({lib.ncclGetErrorString(code)})"
+                        break
+                    if not finished:
+                        finished = cuda.stream_query(self.stream)
+                    time.sleep(0.05)
+                if not outcome:
+                    self.say(f"scenario timeout: {why}, and ncclCommGetAsyncError reported no error")
+                    break
+        finally:
+            if finished:  # cudaFree waits for the device: never while our call may still be running
+                for ptr in (send, recv):
+                    try:
+                        cuda.free(ptr)
+                    except CudaError:
+                        pass
+        return outcome, time.monotonic() - start, calls
+
+
     def result(self) -> dict:
         return {"rank": self.rank, "checks": self.checks, "wrong": self.wrong, "errors": self.errors}
 
@@ -1221,6 +1710,8 @@ def run_launched(args) -> int:
     channel = FileChannel(args.rendezvous, args.rank, args.rendezvous_timeout) if args.world > 1 else None
     rank = Rank(args.rank, args.world, args, channel, cuda, device=args.device, launched=True)
     rank.prefix = prefix
+    if args.scenario:
+        return run_scenario(rank, args, prefix)
     try:
         rank.run()
     except Exception as e:  # noqa: BLE001 - before any communicator: loading NCCL, the unique id
@@ -1230,6 +1721,26 @@ def run_launched(args) -> int:
     print(f"{prefix}: {rank.checks} checks, {rank.wrong} wrong{note}", flush=True)
     if rank.errors:
         print(f"{prefix}: FAILED: {len(rank.errors)} error(s)", flush=True)
+    return EXIT_OK if not rank.errors and not rank.wrong else EXIT_FAIL
+
+
+def scenario_line(prefix: str, name: str, done: str, checks: int, wrong: int, errors: List[str]) -> str:
+    """The one line a scenario ends with: 'scenario NAME: ... PASS|FAIL (...)'."""
+    ok = not errors and not wrong
+    why = NO_LATENCY if ok else f"first error: {errors[0].strip().splitlines()[-1]}; {NO_LATENCY}" if errors \
+        else f"{wrong} wrong value(s); {NO_LATENCY}"
+    return f"{prefix}: scenario {name}: {done}; {checks} checks, {wrong} wrong: {'PASS' if ok else 'FAIL'} ({why})"
+
+
+def run_scenario(rank: "Rank", args, prefix: str) -> int:
+    done = "stopped early"
+    try:
+        done = rank.run_scenario()
+    except Exception as e:  # noqa: BLE001 - every failure is reported and fails the scenario
+        rank.errors.append(str(e) if isinstance(e, (NcclError, CudaError)) else traceback.format_exc())
+        rank.say(f"ERROR: {rank.errors[-1]}")
+    faulthandler.cancel_dump_traceback_later()
+    print(scenario_line(prefix, args.scenario, done, rank.checks, rank.wrong, rank.errors), flush=True)
     return EXIT_OK if not rank.errors and not rank.wrong else EXIT_FAIL
 
 
@@ -1441,7 +1952,8 @@ class _FakeNccl:
 
     _funcs: Dict[str, Any] = {}
     meet = ""
-    flaw = ""  # "", "skip-out-of-place", "off-by-one-in-graph", "fail-destroy"
+    flaw = ""  # "", "skip-out-of-place", "off-by-one-in-graph", "fail-destroy", "no-timeout-error"
+    peer_timeout_s = 60.0  # a peer missing this long: an error (below 60: set asynchronously, as the plugin does)
 
     def __init__(self, so_file):
         self.so_file = so_file
@@ -1460,6 +1972,45 @@ class _FakeNccl:
         handle = 0x5000 + len(self.comms)
         self.comms[handle] = {"id": bytes(uid)[:8].hex(), "nranks": nranks, "rank": rank, "seq": 0, "live": True}
         return ncclComm_t(handle)
+
+    def ncclCommInitRankConfig(self, nranks, uid, rank, config):
+        comm = self.ncclCommInitRank(nranks, uid, rank)
+        if config.magic != NCCL_CONFIG_MAGIC or config.size != ctypes.sizeof(ncclConfig_t):
+            raise NcclError(nccl_error_message("ncclCommInitRankConfig", 4, "invalid argument"))
+        if config.blocking == 0:
+            self.comms[comm.value].update(blocking=False, pending=2)  # in progress for two polls
+            return comm, ncclInProgress
+        return comm, 0
+
+    def ncclCommSplit(self, comm, color, key, config=None):
+        state = self._comm(comm, "ncclCommSplit")
+        state["splits"] = state.get("splits", 0) + 1
+        stem = os.path.join(_FakeNccl.meet, f"{state['id']}-split{state['splits']}-")
+        with open(stem + f"{state['rank']}.tmp", "w") as f:
+            f.write(f"{color} {key}")
+        os.rename(stem + f"{state['rank']}.tmp", stem + str(state["rank"]))
+        entries = []
+        for r in range(state["nranks"]):
+            while not os.path.exists(stem + str(r)):
+                time.sleep(0.001)
+            with open(stem + str(r)) as f:
+                c, k = map(int, f.read().split())
+            entries.append((c, k, r))
+        if color == NCCL_SPLIT_NOCOLOR:
+            return ncclComm_t(None)
+        members = sorted((k, r) for c, k, r in entries if c == color)
+        handle = 0x5000 + len(self.comms)
+        self.comms[handle] = {"id": f"{state['id']}s{state['splits']}c{color}", "nranks": len(members),
+                              "rank": members.index((key, state["rank"])), "seq": 0, "live": True}
+        return ncclComm_t(handle)
+
+    def ncclAllReduceNonBlocking(self, send, recv, count, datatype, op, comm, stream):
+        self.ncclAllReduce(send, recv, count, datatype, op, comm, stream)
+        state = self.comms[comm.value]
+        if state.get("blocking", True):
+            return 0
+        state["pending"] = 1
+        return ncclInProgress
 
     def _comm(self, comm, name):
         state = self.comms.get(comm.value)
@@ -1512,7 +2063,9 @@ class _FakeNccl:
         with open(stem + f"{state['rank']}.tmp", "wb") as f:
             f.write(data)
         os.rename(stem + f"{state['rank']}.tmp", stem + str(state["rank"]))
-        deadline = time.monotonic() + 60
+        if state.get("async"):  # the communicator has failed: its calls report it, as the plugin's do
+            raise NcclError(nccl_error_message("ncclAllReduce", state["async"], self.ncclGetErrorString(state["async"])))
+        deadline = time.monotonic() + _FakeNccl.peer_timeout_s
         parts = []
         for r in range(state["nranks"]):
             while not os.path.exists(stem + str(r)):
@@ -1520,6 +2073,10 @@ class _FakeNccl:
                     state["async"] = 6  # a peer aborted: this call never completes its sum
                     return data
                 if time.monotonic() > deadline:
+                    if _FakeNccl.peer_timeout_s < 60:  # the call ends with invalid results, the error comes later
+                        if _FakeNccl.flaw != "no-timeout-error":
+                            state["async"] = 2
+                        return b"\xff" * len(data)
                     raise NcclError(nccl_error_message("ncclAllReduce", 6, "remote process exited or there was a network error"))
                 time.sleep(0.001)
             with open(stem + str(r), "rb") as f:
@@ -1538,10 +2095,19 @@ class _FakeNccl:
             open(os.path.join(_FakeNccl.meet, f"{state['id']}-aborted-{state['rank']}"), "wb").close()
 
     def ncclCommGetAsyncError(self, comm):
-        return self._comm(comm, "ncclCommGetAsyncError").get("async", 0)
+        state = self._comm(comm, "ncclCommGetAsyncError")
+        if state.get("pending"):
+            state["pending"] -= 1
+            return ncclInProgress
+        return state.get("async", 0)
+
+    def ncclCommDestroyNonBlocking(self, comm):
+        self.ncclCommDestroy(comm)
+        return 0
 
     def ncclGetErrorString(self, code):
-        return {0: "no error", 6: "remote process exited or there was a network error"}.get(code, "error")
+        return {0: "no error", 2: "unhandled system error", 6: "remote process exited or there was a network error",
+                ncclInProgress: "NCCL operation in progress"}.get(code, "error")
 
     def _last_error(self, comm=None):
         return ""
@@ -1574,13 +2140,15 @@ def dry_run(argv, gpus: int = 1, flaw: str = ""):
     return code, out.read().decode(errors="replace")
 
 
-def dry_run_launched(argv, nranks: int, flaw: str = "", environ_extra=None):
+def dry_run_launched(argv, nranks: int, flaw: str = "", environ_extra=None, peer_timeout_s: float = 60.0):
     """Runs `nranks` launched ranks (forked here, as a launcher would start them) on the stand-ins;
-    returns ([exit status per rank], [output per rank])."""
+    returns ([exit status per rank], [output per rank]). peer_timeout_s below 60: a call whose peer does
+    not come ends after that long with invalid results and an asynchronous error (SYMMEM_TIMEOUT_MS)."""
     import tempfile
     saved = dict(HOOKS)
     HOOKS.update(nccl=_FakeNccl, cuda=_FakeCuda)
     _FakeCuda.gpus, _FakeNccl.flaw, _FakeNccl._comms = 1, flaw, {}
+    _FakeNccl.peer_timeout_s = peer_timeout_s
     codes, texts = [], []
     try:
         with tempfile.TemporaryDirectory(prefix="pynccl-dry-") as meet, \
@@ -1618,6 +2186,7 @@ def dry_run_launched(argv, nranks: int, flaw: str = "", environ_extra=None):
     finally:
         HOOKS.clear()
         HOOKS.update(saved)
+        _FakeNccl.peer_timeout_s = 60.0
     return codes, texts
 
 
@@ -1901,6 +2470,108 @@ def self_test() -> int:
     check(codes == [0, 0] and all("kept calling: " in t for t in texts)
           and len({t.split("kept calling: ")[1].split()[0] for t in texts}) == 1,
           f"dry run, --keep-calling: both ranks make the same number of calls ({codes})")
+
+    # --scenario: arguments
+    a = parse_args(["--launched"], environ=launched_env)
+    check((a.scenario, a.comms, a.stall_after) == (None, DEFAULT_COMMS, DEFAULT_STALL_AFTER),
+          "no --scenario: the existing checks; --comms 200 and --stall-after 3 by default")
+    for name in SCENARIOS:
+        check(parse_args(["--launched", "--scenario", name], environ=launched_env).scenario == name,
+              f"--scenario {name} parsed")
+    a = parse_args(["--launched", "--scenario", "many-comms", "--comms", "60"], environ=launched_env)
+    check((a.scenario, a.comms) == ("many-comms", 60), "--comms parsed")
+    a = parse_args(["--launched", "--scenario", "timeout", "--stall-after", "5", "--stall-timeout", "20",
+                    "--timeout", "180"], environ=launched_env)
+    check((a.scenario, a.stall_after, a.stall_timeout, a.timeout) == ("timeout", 5, 20, 180),
+          "--stall-after parsed")
+    check(parse_args(["--launched", "--scenario", "many-comms"], environ={"RANK": "0", "WORLD_SIZE": "1"}).world == 1,
+          "a scenario other than timeout runs on one rank")
+    bad_scenario = [
+        (["--scenario", "many-comms"], {}), (["--launched", "--scenario", "bogus"], launched_env),
+        (["--launched", "--scenario", "many-comms", "--comms", "0"], launched_env),
+        (["--launched", "--comms", "5"], launched_env),
+        (["--launched", "--scenario", "nonblocking", "--comms", "5"], launched_env),
+        (["--launched", "--stall-after", "2"], launched_env),
+        (["--launched", "--scenario", "timeout", "--stall-after", "0"], launched_env),
+        (["--launched", "--scenario", "many-comms", "--stall-after", "2"], launched_env),
+        (["--launched", "--scenario", "timeout"], {"RANK": "0", "WORLD_SIZE": "1"}),
+        (["--launched", "--scenario", "timeout", "--stall-timeout", "20", "--timeout", "60"], launched_env),
+        (["--launched", "--scenario", "mixed-eager-graph", "--keep-calling", "5"], launched_env),
+        (["--launched", "--scenario", "nonblocking", "--abort-after-first"], launched_env)]
+    for bad, environ in bad_scenario:
+        try:
+            stderr, sys.stderr = sys.stderr, open(os.devnull, "w")
+            try:
+                parse_args(bad, environ=environ)
+            finally:
+                sys.stderr.close()
+                sys.stderr = stderr
+            check(False, f"{bad} with {environ} rejected")
+        except SystemExit as e:
+            check(e.code == EXIT_USAGE, f"{bad} with {environ} rejected with status 2")
+
+    # ncclConfig_t: the layout of nccl.h 2.28 (x86-64 and aarch64 Linux: 8-byte size_t and pointers)
+    want_offsets = {"size": 0, "magic": 8, "version": 12, "blocking": 16, "cgaClusterSize": 20, "minCTAs": 24,
+                    "maxCTAs": 28, "netName": 32, "splitShare": 40, "trafficClass": 44, "commName": 48,
+                    "collnetEnable": 56, "CTAPolicy": 60, "shrinkShare": 64, "nvlsCTAs": 68,
+                    "nChannelsPerNetPeer": 72, "nvlinkCentricSched": 76}
+    got_offsets = {name: getattr(ncclConfig_t, name).offset for name, _ in ncclConfig_t._fields_}
+    check(got_offsets == want_offsets, f"ncclConfig_t offsets: {got_offsets}")
+    check(ctypes.sizeof(ncclConfig_t) == 80 and ctypes.alignment(ncclConfig_t) == 8,
+          f"ncclConfig_t is 80 bytes, 8-aligned ({ctypes.sizeof(ncclConfig_t)})")
+    check(NCCL_CONFIG_UNDEF_INT == -2147483648, "NCCL_CONFIG_UNDEF_INT is INT_MIN")
+    config = make_config(22803, blocking=0)
+    raw = bytes(config)
+    undef = struct.pack("<i", NCCL_CONFIG_UNDEF_INT)
+    want = (struct.pack("<QII", 80, 0xCAFEBEEF, 22803) + struct.pack("<i", 0) + undef * 3 + b"\0" * 8 + undef * 2
+            + b"\0" * 8 + undef * 6)
+    check(len(want) == 80 and raw == want, f"ncclConfig_t packed as NCCL_CONFIG_INITIALIZER with blocking = 0: {raw.hex()}")
+    check(bytes(make_config(22809)) == struct.pack("<QII", 80, 0xCAFEBEEF, 22809) + undef * 4 + b"\0" * 8
+          + undef * 2 + b"\0" * 8 + undef * 6, "ncclConfig_t with nothing set: every field undefined")
+    check(make_config(22809, blocking=1, minCTAs=2).minCTAs == 2, "ncclConfig_t fields set by name")
+    try:
+        make_config(22809, magic=1)
+        check(False, "ncclConfig_t's fixed fields cannot be set")
+    except ValueError:
+        check(True, "ncclConfig_t's fixed fields cannot be set")
+
+    # --scenario: the driver on the stand-ins
+    def scenario_lines(texts, name):
+        return [next((l for l in t.splitlines() if f": scenario {name}: " in l and " checks, " in l), "")
+                for t in texts]
+
+    for name, extra, n in (("many-comms", ["--comms", "12"], 2), ("many-comms", ["--comms", "8"], 4),
+                           ("nonblocking", [], 2), ("two-comms-one-group", [], 2), ("mixed-eager-graph", [], 3)):
+        codes, texts = dry_run_launched(["--scenario", name] + extra, n)
+        lines = scenario_lines(texts, name)
+        check(codes == [0] * n and all(l.endswith(f": PASS ({NO_LATENCY})") and " 0 wrong" in l for l in lines),
+              f"dry run, --scenario {name}, {n} ranks: every rank passes ({codes})\n{texts}")
+    codes, texts = dry_run_launched(["--scenario", "many-comms", "--comms", "12"], 2)
+    check("12 communicators (3 split into children of 1 rank(s), 2 ended with ncclCommAbort" in texts[0],
+          f"many-comms: every 4th split, every 5th aborted: {scenario_lines(texts, 'many-comms')}")
+    codes, texts = dry_run_launched(["--scenario", "many-comms", "--comms", "51"], 2)
+    check(codes == [0, 0] and all(" 51 communicators " in l for l in scenario_lines(texts, "many-comms"))
+          and all(": 50 of 51 communicators done (12 split, 10 aborted), 0 wrong" in t for t in texts),
+          f"many-comms: 51 communicators, a progress line after 50 ({codes})")
+    codes, texts = dry_run_launched(["--scenario", "nonblocking"], 2)
+    check("ncclCommInitRankConfig returned ncclInProgress" in texts[0], "nonblocking: init in progress, then polled")
+    codes, texts = dry_run_launched(["--scenario", "mixed-eager-graph"], 2, flaw="off-by-one-in-graph")
+    check(codes == [EXIT_FAIL] * 2 and all(": FAIL (" in l for l in scenario_lines(texts, "mixed-eager-graph")),
+          f"dry run, mixed-eager-graph with a wrong graph result fails ({codes})")
+    codes, texts = dry_run_launched(["--scenario", "two-comms-one-group"], 2, flaw="skip-out-of-place")
+    check(codes == [EXIT_FAIL] * 2, f"dry run, two-comms-one-group with an unwritten output fails ({codes})")
+    stall = ["--scenario", "timeout", "--stall-after", "2", "--stall-timeout", "1", "--wait-async-error", "1",
+             "--timeout", "60"]  # the others' bound: 2 s; the last rank sleeps 2 s more
+    for n in (2, 3):
+        codes, texts = dry_run_launched(stall, n, peer_timeout_s=0.5)
+        lines = scenario_lines(texts, "timeout")
+        check(codes == [0] * n and all(l.endswith(f": PASS ({NO_LATENCY})") for l in lines),
+              f"dry run, --scenario timeout, {n} ranks: every rank passes ({codes})\n{texts}")
+        check(all("saw an error" in l and "ncclCommGetAsyncError returned" in l for l in lines[:-1])
+              and "slept 4 s and aborted" in lines[-1], f"timeout: the others saw the error, the last rank slept: {lines}")
+    codes, texts = dry_run_launched(stall, 2, flaw="no-timeout-error", peer_timeout_s=0.5)
+    check(codes == [EXIT_FAIL, 0] and "reported no error" in texts[0] and ": FAIL (" in scenario_lines(texts, "timeout")[0],
+          f"dry run, timeout: invalid results without an error fail ({codes})\n{texts[0]}")
 
     print(f"{PROG} self-test: {checks} checks, {len(failures)} failed", flush=True)
     return EXIT_OK if not failures else EXIT_FAIL
