@@ -41,7 +41,10 @@ HwlocLibrary load() {
   resolve(handle, "hwloc_topology_load", lib.topologyLoad, missing);
   resolve(handle, "hwloc_topology_destroy", lib.topologyDestroy, missing);
   resolve(handle, "hwloc_topology_set_io_types_filter", lib.topologySetIoTypesFilter, missing);
+  resolve(handle, "hwloc_topology_set_type_filter", lib.topologySetTypeFilter, missing);
   resolve(handle, "hwloc_topology_set_xmlbuffer", lib.topologySetXmlBuffer, missing);
+  lib.topologySetComponents =
+      reinterpret_cast<decltype(lib.topologySetComponents)>(dlsym(handle, "hwloc_topology_set_components"));
   resolve(handle, "hwloc_get_type_depth", lib.getTypeDepth, missing);
   resolve(handle, "hwloc_get_obj_by_depth", lib.getObjByDepth, missing);
   resolve(handle, "hwloc_bitmap_weight", lib.bitmapWeight, missing);

@@ -16,6 +16,9 @@ struct HwlocLibrary {
   int (*topologyLoad)(hwloc_topology_t) = nullptr;
   void (*topologyDestroy)(hwloc_topology_t) = nullptr;
   int (*topologySetIoTypesFilter)(hwloc_topology_t, enum hwloc_type_filter_e) = nullptr;
+  int (*topologySetTypeFilter)(hwloc_topology_t, hwloc_obj_type_t, enum hwloc_type_filter_e) = nullptr;
+  // hwloc 2.1 and later; null before (optional).
+  int (*topologySetComponents)(hwloc_topology_t, unsigned long, const char*) = nullptr;
   int (*topologySetXmlBuffer)(hwloc_topology_t, const char*, int) = nullptr;
   int (*getTypeDepth)(hwloc_topology_t, hwloc_obj_type_t) = nullptr;
   hwloc_obj_t (*getObjByDepth)(hwloc_topology_t, int, unsigned) = nullptr;
