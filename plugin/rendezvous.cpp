@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "plugin/rendezvous.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -128,6 +129,40 @@ Tally tallyRendezvous(const TallyInput& in) {
   return {Verdict::Pending, {}};
 }
 
+int sweepStaleRendezvous(uid_t uid) {
+  constexpr int kMaxLooked = 256;  // bounded, whatever /dev/shm holds
+  const std::string prefix = "nccl-symmem-" + std::to_string(uid) + "-";
+  DIR* dir = opendir("/dev/shm");
+  if (!dir) return 0;
+  int looked = 0, removed = 0;
+  while (const dirent* e = readdir(dir)) {
+    const std::string name = e->d_name;
+    if (name.compare(0, prefix.size(), prefix) != 0 || name.find(".new-") != std::string::npos) continue;
+    if (++looked > kMaxLooked) break;
+    const std::string path = "/dev/shm/" + name;
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) continue;
+    struct stat st {};
+    const bool sane =
+        fstat(fd, &st) == 0 && st.st_uid == uid && static_cast<size_t>(st.st_size) == sizeof(Rendezvous::Segment);
+    void* m = sane ? mmap(nullptr, sizeof(Rendezvous::Segment), PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
+    close(fd);
+    if (m == MAP_FAILED) continue;
+    const auto* s = static_cast<const Rendezvous::Segment*>(m);
+    // Stale: every process that ever joined it has ended. One that nobody has claimed yet is being made.
+    const uint32_t claimed = std::min<uint32_t>(s->claimed.load(std::memory_order_acquire), kRendezvousSlots);
+    bool stale = s->magic == kMagic && s->version == kLayoutVersion && claimed > 0;
+    for (uint32_t i = 0; stale && i < claimed; ++i) {
+      const pid_t pid = s->slots[i].pid;
+      stale = pid > 0 && !processAlive(pid);
+    }
+    munmap(m, sizeof(Rendezvous::Segment));
+    if (stale && unlink(path.c_str()) == 0) ++removed;
+  }
+  closedir(dir);
+  return removed;
+}
+
 std::shared_ptr<Rendezvous> Rendezvous::join(uint64_t commId, int nRanks, std::string* why) {
   if (nRanks < 2 || nRanks > kRendezvousSlots) {
     *why = "communicators of " + std::to_string(nRanks) + " ranks do not take the symmetric path";
@@ -137,6 +172,7 @@ std::shared_ptr<Rendezvous> Rendezvous::join(uint64_t commId, int nRanks, std::s
   // Open it, or create it complete under a private name and link it in: a peer never sees a half-made one.
   int fd = open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0 && errno == ENOENT) {
+    sweepStaleRendezvous(getuid());  // a new communicator: the moment to clear what killed jobs left
     const std::string temp = path + ".new-" + std::to_string(getpid());
     const int t = open(temp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (t >= 0) {

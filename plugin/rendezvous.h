@@ -8,7 +8,8 @@
 // the same all-reduce and can take part; or else every rank stays on NCCL.
 //
 // One segment per communicator and user: /dev/shm/nccl-symmem-<uid>-<commId>-<nRanks>, mode 0600,
-// keyed by the id NCCL gives every rank's tuner (the same on all ranks). Two moments write into it:
+// keyed by the id NCCL gives every rank's tuner (the same on all ranks); the last process out removes
+// it, and one left by killed processes goes at the next segment this user creates. Two moments write into it:
 //   - declare, at tuner init, which NCCL runs on every rank of a single-node communicator before its
 //     intra-node barrier: whether this process's all-reduces will reach the plugin (Reach);
 //   - arrive, at the communicator's first eligible eager all-reduce: rank, settings vote, and whether
@@ -112,5 +113,10 @@ class Rendezvous {
 
 // The segment's file name for (uid, commId, nRanks): tests look for it, and for what is left behind.
 std::string rendezvousPath(uid_t uid, uint64_t commId, int nRanks);
+
+// Removes this user's segments whose every process has ended (a job killed before its destructors
+// ran leaves its segment behind), looking at 256 at most; returns how many it removed. Run whenever a
+// process creates a new segment.
+int sweepStaleRendezvous(uid_t uid);
 
 }  // namespace symmem

@@ -6,6 +6,7 @@
 #include "plugin/rendezvous.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -182,6 +183,30 @@ TEST(RendezvousProcesses, TwoRanksThatArriveBothGoAndTheSegmentGoesWithThem) {
   });
   EXPECT_EQ(codes, (std::vector<int>{1, 1}));
   EXPECT_NE(access(rendezvousPath(getuid(), id, 2).c_str(), F_OK), 0) << "the segment was left behind";
+}
+
+// A job killed before its destructors ran leaves its segment; the next segment this user creates
+// removes it, and leaves a live one alone.
+TEST(RendezvousProcesses, ASegmentLeftByKilledProcessesGoesAtTheNextCreation) {
+  const uint64_t dead = freshCommId(), live = freshCommId() ^ 1, next = freshCommId() ^ 2;
+  const std::vector<int> codes = runRanks(1, [&](int) {
+    std::string why;
+    auto r = Rendezvous::join(dead, 2, &why);
+    if (!r) return 10;
+    r->declare(Reach::Every, "");
+    kill(getpid(), SIGKILL);  // no destructor runs
+    return 11;
+  });
+  ASSERT_EQ(codes, (std::vector<int>{100 + SIGKILL}));
+  const std::string deadPath = rendezvousPath(getuid(), dead, 2);
+  ASSERT_EQ(access(deadPath.c_str(), F_OK), 0) << "the killed process left nothing to sweep";
+  std::string why;
+  auto alive = Rendezvous::join(live, 2, &why);  // this process: alive, so its segment stays
+  ASSERT_TRUE(alive) << why;
+  EXPECT_NE(access(deadPath.c_str(), F_OK), 0) << "the killed job's segment was left behind";
+  auto another = Rendezvous::join(next, 2, &why);
+  ASSERT_TRUE(another) << why;
+  EXPECT_EQ(access(alive->path().c_str(), F_OK), 0) << "a live process's segment was removed";
 }
 
 TEST(RendezvousProcesses, AnUnhookedRankStopsItsPeerWithoutAWait) {
