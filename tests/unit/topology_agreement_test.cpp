@@ -121,6 +121,23 @@ TEST(TopologyAgreement, GpuMissingFromTopologyMakesLinkUnknown) {
       << c.reason;
 }
 
+// The testing mode (SYMMEM_TEST_SHARED_GPU, every rank having voted for it): ranks sharing a GPU pass,
+// their pair adds no link, and every other pair is judged as always.
+TEST(TopologyAgreement, RanksSharingAGpuPassOnlyInTheTestingMode) {
+  const auto node = fourGpuBox();
+  EXPECT_FALSE(agreeOn(gather(node, {1, 1})).symmetricOk);
+  const auto shared = agreeOn(gather(node, {1, 1, 1, 1}), SharedGpu::AllowForTesting);
+  EXPECT_TRUE(shared.symmetricOk) << shared.reason;
+  EXPECT_TRUE(shared.allPairsP2p);
+  const auto mixed = agreeOn(gather(node, {1, 1, 2}), SharedGpu::AllowForTesting);
+  EXPECT_TRUE(mixed.symmetricOk) << mixed.reason;
+  EXPECT_EQ(mixed.link, agreeOn(gather(node, {1, 2})).link) << "the shared pair must not hide the others' link";
+  EXPECT_FALSE(agreeOn(gather(node, {1, 1}, kHostA), SharedGpu::AllowForTesting).hosts > 1);
+  auto twoHosts = gather(node, {1, 1});
+  twoHosts[1].hostHash = kHostB;  // the plugin's own host check still decides "one host"
+  EXPECT_FALSE(agreeOn(twoHosts, SharedGpu::AllowForTesting).symmetricOk);
+}
+
 TEST(TopologyAgreement, SameGpuTwiceSingleRankAndUnknownCapability) {
   const auto node = fourGpuBox();
   const auto dup = agreeOn(gather(node, {1, 1}));
