@@ -98,15 +98,19 @@ void emit(LogLevel level, unsigned long subsys, const char* file, int line, cons
 
 namespace {
 std::atomic<int> gLimit{static_cast<int>(LogLevel::Info)};
+std::atomic<bool> gNotices{true};
 }  // namespace
 
 void setLogDetail(const Settings& settings) {
   const std::string& v = settings.text(SettingId::LogDetail);
-  gLimit.store(v == "trace"  ? static_cast<int>(LogLevel::Trace)
-               : v == "warn" ? static_cast<int>(LogLevel::Warn)
-                             : static_cast<int>(LogLevel::Info),
+  gLimit.store(v == "trace"                  ? static_cast<int>(LogLevel::Trace)
+               : v == "warn" || v == "quiet" ? static_cast<int>(LogLevel::Warn)
+                                             : static_cast<int>(LogLevel::Info),
                std::memory_order_release);
+  gNotices.store(v != "quiet", std::memory_order_release);
 }
+
+bool noticesEnabled() { return gNotices.load(std::memory_order_acquire); }
 
 bool logLevelEnabled(LogLevel level) {
   const int limit = gLimit.load(std::memory_order_relaxed);
@@ -132,6 +136,21 @@ void logMessage(LogLevel level, unsigned long subsys, const char* file, int line
   va_start(ap, fmt);
   emit(level, subsys, file, line, fmt, ap);
   va_end(ap);
+}
+
+void logNoticeOnce(const std::string& key, const char* fmt, ...) {
+  {
+    LogState& s = logState();
+    std::lock_guard<std::mutex> lock(s.onceMutex);
+    if (!s.warnedOnce.insert("notice:" + key).second) return;
+  }
+  va_list ap;
+  va_start(ap, fmt);
+  const std::string text = format(fmt, ap);
+  va_end(ap);
+  // One write of the whole line, so that lines of several processes sharing the stream stay whole.
+  if (noticesEnabled()) std::fputs(("nccl-symmem: " + text + "\n").c_str(), stderr);
+  if (logLevelEnabled(LogLevel::Info)) logMessage(LogLevel::Info, kLogInit, __FILE__, __LINE__, "%s", text.c_str());
 }
 
 void logWarnOnce(const std::string& key, const char* file, int line, const char* fmt, ...) {

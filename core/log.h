@@ -2,7 +2,8 @@
 #pragma once
 // Logging through NCCL's own logger (NCCL_DEBUG / NCCL_DEBUG_SUBSYS apply), with a fixed prefix.
 // Before NCCL hands us its logger (tools, tests), WARN goes to stderr and INFO/TRACE follow
-// NCCL_DEBUG=INFO|TRACE. The library never writes to stdout.
+// NCCL_DEBUG=INFO|TRACE. Notices (logNoticeOnce) are the one exception to "NCCL's logger decides":
+// they go to stderr whatever NCCL_DEBUG says. The library never writes to stdout.
 #include <cstdarg>
 #include <functional>
 #include <string>
@@ -36,8 +37,8 @@ void setLogSinkForTesting(LogSink sink);
 
 class Settings;
 
-// SYMMEM_LOG: warn, info (default until the process's settings are read), trace. Checked before any
-// formatting, so a per-call TRACE costs one load when off.
+// SYMMEM_LOG: quiet, warn, info (default until the process's settings are read), trace. Checked
+// before any formatting, so a per-call TRACE costs one load when off. quiet is warn without notices.
 bool logLevelEnabled(LogLevel level);
 void setLogDetail(const Settings& settings);
 
@@ -47,6 +48,16 @@ void logMessage(LogLevel level, unsigned long subsys, const char* file, int line
 // Same as WARN, but only the first time `key` is seen in this process.
 void logWarnOnce(const std::string& key, const char* file, int line, const char* fmt, ...)
     __attribute__((format(printf, 4, 5)));
+
+// A notice: one line "nccl-symmem: <text>" on stderr the first time `key` is seen in this process,
+// whatever NCCL_DEBUG says (with NCCL_DEBUG unset, as in production, NCCL's logger prints nothing). For
+// what an operator must see without asking: the plugin active (and with which table), or a fallback
+// that defeats its purpose (code hooks refused, a driver too old). Keys name the cause, so a cause
+// is said once per process however many communicators meet it. The text also goes to NCCL's logger
+// at INFO. SYMMEM_LOG=quiet leaves stderr alone.
+void logNoticeOnce(const std::string& key, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+// Whether notices reach stderr (false under SYMMEM_LOG=quiet).
+bool noticesEnabled();
 
 }  // namespace symmem
 
@@ -63,3 +74,4 @@ void logWarnOnce(const std::string& key, const char* file, int line, const char*
       ::symmem::logMessage(::symmem::LogLevel::Trace, (subsys), __FILE__, __LINE__, __VA_ARGS__); \
   } while (0)
 #define SYMMEM_WARN_ONCE(key, ...) ::symmem::logWarnOnce((key), __FILE__, __LINE__, __VA_ARGS__)
+#define SYMMEM_NOTICE_ONCE(key, ...) ::symmem::logNoticeOnce((key), __VA_ARGS__)

@@ -46,8 +46,10 @@ constexpr SettingSpec kSpecs[] = {
      "looked for next to the plugin first, then on the library path."},
     {SettingId::P2pCheck, "SYMMEM_P2P_CHECK", SettingType::Bool, "1", kNoLimit, kNoLimit, nullptr,
      "At setup, write a pattern through every peer mapping and check it before trusting P2P."},
-    {SettingId::LogDetail, "SYMMEM_LOG", SettingType::Choice, "info", kNoLimit, kNoLimit, "warn|info|trace",
-     "Detail of the plugin's own messages: warn, info (one line per communicator), trace (per call)."},
+    {SettingId::LogDetail, "SYMMEM_LOG", SettingType::Choice, "info", kNoLimit, kNoLimit, "quiet|warn|info|trace",
+     "Detail of the plugin's own messages: warn, info (one line per communicator), trace (per call). Whatever "
+     "NCCL_DEBUG says, a few lines starting nccl-symmem: reach stderr once per process and cause (the plugin "
+     "active and its table; code hooks refused; a driver too old); quiet: those too are left out."},
     {SettingId::SharedGpuTest, "SYMMEM_TEST_SHARED_GPU", SettingType::Bool, "0", kNoLimit, kNoLimit, nullptr,
      "For testing only: ranks in separate processes that share one GPU form a symmetric communicator (each with its "
      "own NCCL_HOSTID; tests/multiproc/launch_ranks.py). Holds only when every rank sets it. No latency figures."},

@@ -140,6 +140,7 @@ Agreement agreeBeforeExchanges(const ProcessContext& process, ncclComm_t comm, c
   if (!ticket) return {false, "NCCL did not load the plugin as its tuner for this communicator"};
   if (!ticket->rendezvous) return {false, ticket->whyNot};
   Rendezvous& agreement = *ticket->rendezvous;
+  const bool acrossNodes = ticket->nNodes != 1 && !process.sharedGpuTest;
   if (mine.takesPart && mine.nRanks != ticket->nRanks) {
     agreement.arrive(mine.rank, voteOf(process), false, "NCCL's rank count differs from its tuner's");
   } else {
@@ -147,7 +148,7 @@ Agreement agreeBeforeExchanges(const ProcessContext& process, ncclComm_t comm, c
   }
   try {
     const Tally t = agreement.await(process.timeoutMs, ticket->nNodes == 1, aborted);
-    return {t.verdict == Verdict::Go, t.why};
+    return {t.verdict == Verdict::Go, t.why, acrossNodes};
   } catch (...) {
     // This rank has arrived: it must read the verdict in force, and says no if none is yet. Nothing
     // here allocates.

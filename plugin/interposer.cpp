@@ -141,6 +141,7 @@ std::shared_ptr<CommState> Interposer::setUp(ncclComm_t comm, cudaStream_t strea
     mine.why = std::string("internal error: ") + e.what();
   }
   std::shared_ptr<CommState> state;
+  bool news = true;  // whether a "stays on NCCL" is worth a notice
   if (mine.takesPart && mine.nRanks < 2) {
     state = std::make_unique<CommState>();  // nothing to agree on: the same answer on the one rank
     state->why = "single-rank communicator";
@@ -151,6 +152,7 @@ std::shared_ptr<CommState> Interposer::setUp(ncclComm_t comm, cudaStream_t strea
     try {
       const Agreement agreed = steps_.agree ? steps_.agree(comm, mine, [this, comm] { return abortRequested(comm); })
                                             : Agreement{mine.takesPart, mine.why};
+      news = !agreed.expected;
       if (agreed.go) state = steps_.setup(comm, mine.rank, mine.nRanks, mine.device, prepared.get());
       if (!state) {
         state = std::make_unique<CommState>();
@@ -181,6 +183,9 @@ std::shared_ptr<CommState> Interposer::setUp(ncclComm_t comm, cudaStream_t strea
   } else {
     SYMMEM_INFO(kLogInit | kLogColl, "comm %p rank %d/%d: all-reduces stay on NCCL (%s)", static_cast<void*>(comm),
                 mine.rank, mine.nRanks, state->why.c_str());
+    if (news && mine.nRanks >= 2 && process_.policy.enabled && process_.policy.symmetric)
+      SYMMEM_NOTICE_ONCE("stays:" + state->why, "all-reduces stay on NCCL on a %d-rank communicator: %s", mine.nRanks,
+                         state->why.c_str());
   }
   std::unique_lock lock(mutex_);
   auto [it, inserted] = comms_.emplace(comm, std::move(state));

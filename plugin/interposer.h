@@ -73,6 +73,7 @@ struct Arrival {
 struct Agreement {
   bool go = false;
   std::string why;
+  bool expected = false;  // "no" for a reason that is no news (a communicator across nodes): no notice
 };
 using CommPrepareFn = std::function<std::shared_ptr<void>(ncclComm_t comm, int nRanks, int device, std::string* why)>;
 using CommAgreeFn =

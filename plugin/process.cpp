@@ -13,11 +13,29 @@
 #include "plugin/interposer.h"
 #include "plugin/table_in_force.h"
 #include "plugin/tuner.h"
+#include "symmem/version.h"
 #include "topology/discover.h"
 
 namespace symmem {
 
+std::string driverTooOldReason(int driverMajor) {
+  if (driverMajor <= 0 || driverMajor >= kMinDriverMajor) return "";
+  return "NVIDIA driver " + std::to_string(driverMajor) + " is older than " + std::to_string(kMinDriverMajor) +
+         ", which the plugin's CUDA 13.0 runtime needs";
+}
+
 namespace {
+// The table the process runs with and, for the notice that says the plugin is active, its name.
+// Process construction is serialised (Process::get), so one name slot serves.
+std::string gTableNamed;
+DecisionTable tableNamed(const Settings& settings, const Topology& topology, int driverMajor) {
+  TableInForce chosen = tableInForce(settings, topology, driverMajor);
+  gTableNamed = chosen.choice.source == TableSource::BuiltIn   ? std::string("built-in")
+                : chosen.choice.source == TableSource::Setting ? "SYMMEM_TABLE=" + chosen.choice.path
+                                                               : "installed " + chosen.choice.path;
+  return std::move(chosen.table);
+}
+
 Settings readEnvironment() {
   std::vector<std::string> problems;
   Settings s = Settings::load([](const char* name) { return std::getenv(name); }, &problems);
@@ -31,7 +49,7 @@ Settings readEnvironment() {
 Process::Process()
     : settings_(readEnvironment()),
       topology_(discoverThisNode(settings_.text(SettingId::TopoFile))),
-      table_(tableInForce(settings_, topology_, thisDriverMajor()).table) {
+      table_(tableNamed(settings_, topology_, thisDriverMajor())) {
   context_.policy = policyFrom(settings_);
   context_.node = summarizeNode(topology_, settings_);
   context_.table = &table_;
@@ -39,6 +57,17 @@ Process::Process()
   context_.timeoutMs = settings_.integer(SettingId::TimeoutMs);
   context_.p2pCheck = settings_.flag(SettingId::P2pCheck);
   context_.sharedGpuTest = settings_.flag(SettingId::SharedGpuTest);
+  context_.driverTooOld = driverTooOldReason(thisDriverMajor());
+  // Said only where NCCL loaded the plugin (its logger arrived with the first tuner init), not in the
+  // tools that use this state; and not with SYMMEM_ENABLE=0, where an unpinned plugin is loaded anew
+  // at every communicator.
+  if (ncclLogger() != nullptr && settings_.flag(SettingId::Enable)) {
+    SYMMEM_NOTICE_ONCE("active", "%s active in this process (pid %d), decision table: %s", SYMMEM_VERSION_STRING,
+                       static_cast<int>(getpid()), gTableNamed.c_str());
+    if (!context_.driverTooOld.empty())
+      SYMMEM_NOTICE_ONCE("driver", "%s: every all-reduce stays on NCCL (update the driver to %d or later)",
+                         context_.driverTooOld.c_str(), kMinDriverMajor);
+  }
   if (context_.sharedGpuTest)
     SYMMEM_WARN(
         "SYMMEM_TEST_SHARED_GPU=1: testing mode, ranks that share one GPU may form a symmetric communicator "

@@ -32,7 +32,18 @@ struct ProcessContext {
   int64_t timeoutMs = 600000;          // SYMMEM_TIMEOUT_MS
   bool p2pCheck = true;                // SYMMEM_P2P_CHECK
   bool sharedGpuTest = false;          // SYMMEM_TEST_SHARED_GPU (testing only)
+  // Why the node's NVIDIA driver cannot run the CUDA runtime the plugin carries ("" when it can, or
+  // when no version could be read): every all-reduce then stays on NCCL (driverTooOldReason).
+  std::string driverTooOld;
 };
+
+// The CUDA runtime the plugin carries (13.0) needs this NVIDIA driver branch or later on Linux (CUDA
+// 13.0 release notes, "CUDA Driver"; docs/user-guide.md, "Install").
+inline constexpr int kMinDriverMajor = 580;
+
+// Why a driver of major version `driverMajor` cannot run the plugin's kernels, or "" when it can. 0 (no
+// version read: no /proc/driver/nvidia/version, a CPU machine) is not judged: "".
+std::string driverTooOldReason(int driverMajor);
 
 Policy policyFrom(const Settings& settings);
 

@@ -116,6 +116,8 @@ Declaration declarationFor(const ProcessContext& process, uint64_t commId, size_
   d.join = true;
   if (!process.policy.enabled || !process.policy.symmetric)
     d.whyNot = !process.policy.enabled ? "SYMMEM_ENABLE=0 on this rank" : "SYMMEM_SYMMETRIC=0 on this rank";
+  else if (!process.driverTooOld.empty())
+    d.whyNot = process.driverTooOld;
   else if (nNodes != 1 && !process.sharedGpuTest)
     d.whyNot = "NCCL sees " + std::to_string(nNodes) + " nodes";
   else if (!reachesInterposer)
@@ -138,9 +140,12 @@ void openAgreement(const ProcessContext& process, const void* contextSlot, uint6
   const Declaration d = declarationFor(process, commId, nRanks, nNodes, reaches, whyNotReached);
   ticket->whyNot = d.whyNot;
   // Said here too: a rank whose calls never reach the interposer has no other moment to say it.
-  if (d.join && !d.whyNot.empty())
+  if (d.join && !d.whyNot.empty()) {
     SYMMEM_INFO(kLogInit | kLogColl, "comm 0x%llx: all-reduces stay on NCCL, on every rank (%s)",
                 static_cast<unsigned long long>(commId), d.whyNot.c_str());
+    // (Said at the default level by the cause's own notice where it defeats the plugin's purpose: a
+    // refused hook install, a driver too old; the peers say it when they read this declaration.)
+  }
   if (d.join) {
     std::string why;
     ticket->rendezvous = Rendezvous::join(commId, ticket->nRanks, &why);

@@ -7,7 +7,7 @@
 #
 # It installs BUILD_DIR into a staging prefix (the layout of `cmake --install`, stripped), copies this
 # folder next to it, puts the prefix's bin/ and lib/ inside the package as nccl_symmem/bin and
-# nccl_symmem/lib, copies the system's Zydis (libZydis.so.4.0, libZycore.so.1.4) beside the plugin,
+# nccl_symmem/lib and its share/doc/nccl-symmem as nccl_symmem/docs, copies the system's Zydis (libZydis.so.4.0, libZycore.so.1.4) beside the plugin,
 # whose RUNPATH is $ORIGIN and whose decoder looks there first, and writes
 # OUT_DIR/nccl_symmem-<version>-py3-none-linux_<machine>.whl. The source tree is not written to.
 # WHEEL_PYTHON (default /usr/bin/python3) and WHEEL_ZYDIS_DIR (default /usr/lib/x86_64-linux-gnu) name
@@ -54,6 +54,8 @@ cp "$here"/nccl_symmem/*.py "$src/nccl_symmem/"
 cp "$here/../README.md" "$here/../LICENSE" "$src/"
 echo "$version" >"$src/VERSION"
 cp -a "$stage/prefix/bin" "$stage/prefix/lib" "$src/nccl_symmem/"
+# The docs the .deb carries in share/doc/nccl-symmem (README.md and docs/), inside the package.
+cp -a "$stage/prefix/share/doc/nccl-symmem" "$src/nccl_symmem/docs"
 # The libraries themselves (cp -L), under the names the loader asks for, and their licences (MIT).
 cp -L "$zydis_dir/libZydis.so.4.0" "$zydis_dir/libZycore.so.1.4" "$src/nccl_symmem/lib/"
 mkdir -p "$src/nccl_symmem/licenses"

@@ -36,14 +36,18 @@ def version():
 
 
 def payload():
-    """Every file under nccl_symmem/bin, lib and licenses (the bundled Zydis' too), relative to the package."""
+    """Every file under nccl_symmem/bin, lib, licenses (the bundled Zydis' too) and docs (README.md and
+    docs/, with their subfolders), relative to the package."""
     root = os.path.join(HERE, "nccl_symmem")
     files = []
-    for sub in ("bin", "lib", "licenses"):
-        for name in sorted(os.listdir(os.path.join(root, sub))):
-            files.append(f"{sub}/{name}")
+    for sub in ("bin", "lib", "licenses", "docs"):
+        for folder, _, names in sorted(os.walk(os.path.join(root, sub))):
+            for name in sorted(names):
+                files.append(os.path.relpath(os.path.join(folder, name), root))
     if "lib/libnccl-tuner-symmem.so" not in files:
         raise SystemExit("setup.py: nccl_symmem/lib has no libnccl-tuner-symmem.so (run make_wheel.sh)")
+    if "docs/README.md" not in files:
+        raise SystemExit("setup.py: nccl_symmem/docs has no README.md (run make_wheel.sh)")
     return files
 
 

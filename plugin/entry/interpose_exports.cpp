@@ -231,6 +231,11 @@ HookOutcome hookEntryPoints(const std::vector<EntryPoint>& required, const std::
         "PyTorch) go through but ctypes clients (vLLM's and SGLang's pynccl) do not: their all-reduces stay on "
         "NCCL (docs/troubleshooting.md, \"Code hooks not used\")",
         report.refusal.c_str());
+    SYMMEM_NOTICE_ONCE("hooks-refused",
+                       "code hooks on libnccl refused (%s): ctypes clients (vLLM's and SGLang's pynccl) keep stock "
+                       "NCCL's all-reduce; tried again at the next communicators (docs/troubleshooting.md, \"Code "
+                       "hooks not used\")",
+                       report.refusal.c_str());
     return HookOutcome::Refused;
   }
   std::string moved;

@@ -11,7 +11,8 @@ The wheel carries the install layout of the source build inside this package:
     python -m nccl_symmem env                 export NCCL_TUNER_PLUGIN=...
     python -m nccl_symmem info|health|tune|report [args]   the tools
 
-or, in the program, ``nccl_symmem.enable()`` before the first NCCL communicator is created.
+or, in the program, ``nccl_symmem.enable()`` before the first NCCL communicator is created
+(it leaves an operator's ``NCCL_TUNER_PLUGIN=none`` in place and returns None).
 """
 import ctypes
 import os
@@ -120,6 +121,9 @@ def tool_library_path(current, nccl_dirs=None):
     return os.pathsep.join(([current] if current else []) + added) or None
 
 
+_SAID_NONE = False
+
+
 def enable():
     """Sets NCCL_TUNER_PLUGIN to this package's plugin for this process (and for the processes it
     starts afterwards, which inherit the environment), and returns the path.
@@ -137,10 +141,21 @@ def enable():
     warning does not prove there is none: an NCCL linked statically into another library (some
     PyTorch builds) is not a separate libnccl and is not seen.
 
-    A different NCCL_TUNER_PLUGIN already set (also "none") is replaced, with a warning naming it.
+    NCCL_TUNER_PLUGIN=none (any case) is an operator's off switch, as NCCL reads it: enable() leaves it
+    as it is, says so once per process (a RuntimeWarning) and returns None without enabling anything.
+    Another plugin already named in NCCL_TUNER_PLUGIN is replaced, with a warning naming it.
     """
-    path = plugin_path()
+    global _SAID_NONE
     previous = os.environ.get("NCCL_TUNER_PLUGIN")
+    if previous is not None and previous.strip().lower() == "none":
+        if not _SAID_NONE:
+            _SAID_NONE = True
+            warnings.warn(
+                "nccl_symmem.enable(): NCCL_TUNER_PLUGIN=none is set, which turns tuner plugins off: left as it is, "
+                "the plugin stays off (unset NCCL_TUNER_PLUGIN to let enable() turn it on)", RuntimeWarning,
+                stacklevel=2)
+        return None
+    path = plugin_path()
     if previous is not None and previous != path:
         warnings.warn(f"nccl_symmem.enable(): NCCL_TUNER_PLUGIN was {previous!r}, now {path}", RuntimeWarning,
                       stacklevel=2)

@@ -7,6 +7,7 @@
                       run symmem-<tool> with the arguments; its exit status is this command's
 
 Exit status 2 for a wrong command line (a tool this package does not carry too), 1 when it has no plugin.
+The wheel also puts symmem-info, symmem-health, symmem-tune, symmem-bench and symmem-report on PATH.
 """
 import os
 import sys
@@ -58,6 +59,32 @@ def main(argv):
         print(f"nccl_symmem: {command!r} is not a command", file=sys.stderr)
         return 2
     return _run_tool(command, args)
+
+
+# The console entry points of the wheel (pyproject.toml, [project.scripts]): symmem-info and the others
+# on PATH, each running the package's binary with the command line's arguments.
+def _console(name):
+    sys.exit(_run_tool(name, sys.argv[1:]))
+
+
+def info():
+    _console("info")
+
+
+def health():
+    _console("health")
+
+
+def tune():
+    _console("tune")
+
+
+def bench():
+    _console("bench")
+
+
+def report():
+    _console("report")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ fixture's stand-in), to see enable() warn. CI runs the same commands against the
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -97,6 +98,33 @@ class Package(unittest.TestCase):
         self.assertIn("Tools here: info", r.stderr)
         self.assertEqual(self.module("../../bin/sh").returncode, 2)
 
+    def test_each_console_entry_point_runs_its_tool(self):
+        # pyproject.toml's [project.scripts]: symmem-<tool> on PATH runs nccl_symmem/bin/symmem-<tool>.
+        with open(os.path.join(SOURCE, "..", "pyproject.toml"), encoding="utf-8") as f:
+            text = f.read()
+        scripts = re.findall(r'^(symmem-[a-z]+) = "nccl_symmem\.__main__:([a-z_]+)"$',
+                             text.split("[project.scripts]", 1)[1].split("\n[", 1)[0], re.M)
+        self.assertEqual(sorted(name for name, _ in scripts),
+                         ["symmem-bench", "symmem-health", "symmem-info", "symmem-report", "symmem-tune"])
+        made = []
+        try:
+            for name, function in scripts:
+                with self.subTest(script=name):
+                    tool = os.path.join(self.root, "nccl_symmem", "bin", name)
+                    if not os.path.exists(tool):
+                        shutil.copy(self.tool, tool)
+                        made.append(tool)
+                    code = (f"import sys; import nccl_symmem.__main__ as m; sys.argv = [{name!r}, '5', '--x y']; "
+                            f"m.{function}()")
+                    r = self.run_python(["-c", code])
+                    self.assertEqual(r.returncode, 5, r.stderr)
+                    with open(tool + ".args", encoding="utf-8") as f:
+                        self.assertEqual(f.read().splitlines(), ["5", "--x y"])
+        finally:
+            for path in made + [p + ".args" for p in made]:
+                if os.path.exists(path):
+                    os.remove(path)
+
     def pip_nccl(self, name):
         """A site-packages folder `name` under the test's root holding a pip NCCL; returns (site, its lib)."""
         site = os.path.join(self.root, name)
@@ -169,7 +197,7 @@ class Package(unittest.TestCase):
         self.assertEqual(self.tool_library_path("/first", []), "/first")
         self.assertIsNone(self.tool_library_path(None, []))
 
-    def enable_in_child(self, load_first, env_drop=("NCCL_TUNER_PLUGIN",), env_extra=None):
+    def enable_in_child(self, load_first, env_drop=("NCCL_TUNER_PLUGIN",), env_extra=None, calls=1):
         code = textwrap.dedent(f"""
             import ctypes, json, os, warnings
             if {bool(load_first)!r}:
@@ -177,7 +205,8 @@ class Package(unittest.TestCase):
             import nccl_symmem
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                path = nccl_symmem.enable()
+                for _ in range({int(calls)!r}):
+                    path = nccl_symmem.enable()
             print(json.dumps({{"returned": path, "env": os.environ.get("NCCL_TUNER_PLUGIN"),
                                "warnings": [[w.category.__name__, str(w.message)] for w in caught]}}))
         """)
@@ -201,10 +230,25 @@ class Package(unittest.TestCase):
         self.assertIn(os.path.realpath(STAND_IN), message)
 
     def test_enable_names_a_different_setting_it_replaces(self):
-        got = self.enable_in_child(load_first=False, env_drop=(), env_extra={"NCCL_TUNER_PLUGIN": "none"})
+        other = "/opt/other/libnccl-tuner-other.so"
+        got = self.enable_in_child(load_first=False, env_drop=(), env_extra={"NCCL_TUNER_PLUGIN": other})
         self.assertEqual(got["env"], self.plugin)
         self.assertEqual(len(got["warnings"]), 1, got["warnings"])
-        self.assertIn("NCCL_TUNER_PLUGIN was 'none'", got["warnings"][0][1])
+        self.assertIn(f"NCCL_TUNER_PLUGIN was {other!r}", got["warnings"][0][1])
+
+    def test_enable_leaves_an_operators_none_in_place(self):
+        # An operator's off switch: kept, said once however often enable() is called, nothing enabled.
+        for value in ("none", "NONE"):
+            with self.subTest(NCCL_TUNER_PLUGIN=value):
+                got = self.enable_in_child(load_first=False, env_drop=(), env_extra={"NCCL_TUNER_PLUGIN": value},
+                                           calls=2)
+                self.assertIsNone(got["returned"])
+                self.assertEqual(got["env"], value)
+                self.assertEqual(len(got["warnings"]), 1, got["warnings"])
+                category, message = got["warnings"][0]
+                self.assertEqual(category, "RuntimeWarning")
+                self.assertIn("NCCL_TUNER_PLUGIN=none is set", message)
+                self.assertIn("the plugin stays off", message)
 
     def test_the_variable_reaches_the_c_environment(self):
         # NCCL reads getenv(), not os.environ: the child's C library must see the value.

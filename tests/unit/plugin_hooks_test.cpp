@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <climits>
 #include <cstdarg>
@@ -22,6 +23,7 @@
 #include <map>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "plugin/tuner_abi.h"
@@ -313,6 +315,87 @@ TEST_F(PluginHooks, AttachOffLeavesCallersAloneAndThePluginUnloadable) {
     t.unload();
     CHILD_CHECK(!pluginMapped(), "pinned although nothing points into it");
     callEveryEntryPoint(c, false, "attach off, unloaded");
+  });
+  EXPECT_EQ(problems, "");
+}
+
+// Every mapping of the object at `path` (as /proc/self/maps names it), each as its address range and
+// permissions followed by its bytes where it can be read: code, read-only data, the GOT and the data
+// of that object. A code hook, a GOT slot written or a protection changed shows as a difference.
+std::vector<std::string> imageOf(const std::string& path) {
+  std::vector<std::string> image;
+  FILE* maps = std::fopen("/proc/self/maps", "r");
+  if (!maps) return image;
+  char line[4096];
+  while (std::fgets(line, sizeof(line), maps)) {
+    unsigned long start = 0, end = 0;
+    char perms[8] = {};
+    int pathAt = 0;
+    if (std::sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &start, &end, perms, &pathAt) < 3 || pathAt == 0) continue;
+    std::string mapped = line + pathAt;
+    while (!mapped.empty() && (mapped.back() == '\n' || mapped.back() == ' ')) mapped.pop_back();
+    if (mapped != path) continue;
+    std::string entry = std::string(line, static_cast<size_t>(pathAt));
+    if (perms[0] == 'r') entry.append(reinterpret_cast<const char*>(start), end - start);
+    image.push_back(std::move(entry));
+  }
+  std::fclose(maps);
+  return image;
+}
+
+// The entry points the code hooks patch, as the caller holds them, with the first bytes of each.
+std::vector<std::pair<std::string, std::string>> entryBytes(const Caller& c) {
+  const std::pair<const char*, const void*> points[] = {
+      {"ncclAllReduce", reinterpret_cast<const void*>(c.allReduce)},
+      {"pncclAllReduce", reinterpret_cast<const void*>(c.pAllReduce)},
+      {"ncclGroupStart", reinterpret_cast<const void*>(c.groupStart)},
+      {"ncclGroupEnd", reinterpret_cast<const void*>(c.groupEnd)},
+      {"ncclCommDestroy", reinterpret_cast<const void*>(c.destroy)},
+      {"ncclCommAbort", reinterpret_cast<const void*>(c.abort)},
+      {"ncclCommFinalize", reinterpret_cast<const void*>(c.finalize)},
+      {"ncclCommRevoke", reinterpret_cast<const void*>(c.revoke)},
+      {"ncclCommGetAsyncError", reinterpret_cast<const void*>(c.asyncError)},
+      {"ncclAllReduceConfig", reinterpret_cast<const void*>(c.allReduceConfig)},
+      {"ncclGroupSimulateEnd", reinterpret_cast<const void*>(c.simulateEnd)}};
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& [name, at] : points) out.emplace_back(name, std::string(static_cast<const char*>(at), 32));
+  return out;
+}
+
+// The off switch: with SYMMEM_ENABLE=0 the plugin, loaded as NCCL's tuner, leaves every byte of
+// libnccl as it was (entry points, the rest of its code, its GOT and data, the protections), pins
+// nothing, and the cached pointers stay on NCCL.
+TEST_F(PluginGotFallback, DisabledLeavesEveryByteOfLibncclAsItWas) {
+  const std::string problems = runInChild({{"SYMMEM_ENABLE", "0"}, {"SYMMEM_LOG", "trace"}}, [] {
+    Caller c;
+    CHILD_CHECK(c.open(), "stand-in libnccl.so.2 not loadable");
+    if (!gProblems.empty()) return;
+    const std::string libnccl = std::filesystem::canonical(SYMMEM_STAND_IN_NCCL_PATH).string();
+    const std::vector<std::string> imageBefore = imageOf(libnccl);
+    const auto entriesBefore = entryBytes(c);
+    CHILD_CHECK(imageBefore.size() >= 2, "the stand-in's mappings were not found in /proc/self/maps");
+    Tuner t;
+    CHILD_CHECK(t.load(), "the plugin did not load as NCCL loads it");
+    if (!gProblems.empty()) return;
+    // A second communicator: attach is tried at every tuner init.
+    void* second = nullptr;
+    CHILD_CHECK(t.v5->init(&second, 43, 2, 1, captureLog, nullptr, nullptr) == symmem::abi::kSuccess,
+                "second init failed");
+    const auto entriesAfter = entryBytes(c);
+    for (size_t i = 0; i < entriesBefore.size(); ++i)
+      CHILD_CHECK(entriesBefore[i] == entriesAfter[i], entriesBefore[i].first + ": its bytes changed");
+    const std::vector<std::string> imageAfter = imageOf(libnccl);
+    CHILD_CHECK(imageAfter.size() == imageBefore.size(), "libnccl's mappings changed in number");
+    for (size_t i = 0; i < std::min(imageBefore.size(), imageAfter.size()); ++i)
+      CHILD_CHECK(
+          imageBefore[i] == imageAfter[i],
+          "libnccl changed in " + imageBefore[i].substr(0, imageBefore[i].find(' ', imageBefore[i].find(' ') + 1)));
+    CHILD_CHECK(logCount("SYMMEM_ENABLE=0: libnccl left untouched") == 1, "no line for the off switch");
+    CHILD_CHECK(logCount("hooked") == 0 && logCount("stays loaded") == 0, "attached although SYMMEM_ENABLE=0");
+    callEveryEntryPoint(c, false, "disabled");
+    t.v5->finalize(second);
+    t.unload();
+    CHILD_CHECK(!pluginMapped(), "pinned although SYMMEM_ENABLE=0");
   });
   EXPECT_EQ(problems, "");
 }

@@ -403,6 +403,26 @@ TEST(RendezvousDeclaration, OnlyHookedEnabledSingleNodeRanksPromiseToArrive) {
   EXPECT_EQ(declarationFor(c, 7, 2, 1, true, "").whyNot, "SYMMEM_ENABLE=0 on this rank");
 }
 
+// A driver older than the CUDA runtime the plugin carries needs: this rank says no, with the reason, so
+// that every rank of its communicators stays on NCCL. The version is faked: no /proc is read.
+TEST(RendezvousDeclaration, ADriverTooOldKeepsEveryRankOnNccl) {
+  EXPECT_EQ(driverTooOldReason(kMinDriverMajor), "");
+  EXPECT_EQ(driverTooOldReason(590), "");
+  EXPECT_EQ(driverTooOldReason(0), "") << "no driver version read: not judged";
+  const std::string old = driverTooOldReason(575);
+  EXPECT_NE(old.find("NVIDIA driver 575 is older than 580"), std::string::npos) << old;
+
+  const DecisionTable table = DecisionTable::builtIn();
+  ProcessContext c = defaultContext(table);
+  c.driverTooOld = old;
+  const Declaration d = declarationFor(c, 7, 2, 1, true, "");
+  EXPECT_TRUE(d.join) << "the peers must hear it";
+  EXPECT_EQ(d.reach, Reach::None);
+  EXPECT_EQ(d.whyNot, old);
+  c.driverTooOld.clear();
+  EXPECT_EQ(declarationFor(c, 7, 2, 1, true, "").reach, Reach::Every);
+}
+
 TEST(CommTickets, TheNearestContextSlotPastACommunicatorIsItsOwn) {
   resetTicketsForTests();
   static char structs[3][kContextOffset + 64];

@@ -5,8 +5,10 @@
 #include <unistd.h>
 
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <string>
 
 #include "plugin/tuner_abi.h"
 
@@ -61,7 +63,16 @@ PluginLoadReport checkPluginLoads(const std::string& path) {
   table[1][0] = 10.0f;
   table[1][2] = 25.0f;
   void* ctx = nullptr;
+  // The copy loaded here builds its state at this init: SYMMEM_LOG=quiet keeps its "nccl-symmem:" lines
+  // (the plugin active, a fallback) off this tool's stderr. The caller's value comes back after.
+  const char* logWas = std::getenv("SYMMEM_LOG");
+  const std::string logBefore = logWas ? logWas : "";
+  setenv("SYMMEM_LOG", "quiet", 1);
   const bool initOk = v5->init(&ctx, 0x5eed, 8, 1, quietLogger, nullptr, nullptr) == abi::kSuccess;
+  if (logWas)
+    setenv("SYMMEM_LOG", logBefore.c_str(), 1);
+  else
+    unsetenv("SYMMEM_LOG");
   int nChannels = 0;
   const bool collOk =
       v5->getCollInfo(ctx, 4, 4096, 1, reinterpret_cast<float**>(table), 7, 3, 0, &nChannels) == abi::kSuccess;

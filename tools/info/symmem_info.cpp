@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 // symmem-info: what the plugin would do, and why.
 //
-//   symmem-info                         detected machine, or the bundled default without GPUs
+//   symmem-info                         detected machine, or the bundled default without GPUs; the
+//                                       first line is the verdict (sizes on the symmetric kernels, and
+//                                       whether NCCL_TUNER_PLUGIN in this shell loads the plugin)
 //   symmem-info --cc 12.0 --link pcie-switch --ranks 4
 //   symmem-info --topo FILE             classified topology (nvidia-smi topo -m text, hwloc XML)
 //   symmem-info --env                   the settings table docs/settings.md carries
 //   symmem-info --check [--table F]     validate the table/topology files and settings (exit 1 on a problem)
+#include <strings.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -52,20 +56,22 @@ struct Options {
 };
 
 void usage(FILE* out) {
-  fprintf(out,
-          "usage: symmem-info [--cc X.Y] [--link nvlink|pcie-switch|pcie-root|pcie-sys] [--ranks N]\n"
-          "                   [--topo FILE] [--dtype bfloat16|half|float] [--op sum|prod|min|max] [--no-p2p]\n"
-          "                   [--table FILE] [--default-machine] [--plugin PATH]\n"
-          "       symmem-info --env           the SYMMEM_* settings as the Markdown table of docs/settings.md\n"
-          "       symmem-info --dump-table    the decision table in use, in table-file format (a start for edits)\n"
-          "       symmem-info --check         check the table file (--table or SYMMEM_TABLE), the topology file\n"
-          "                                   (--topo or SYMMEM_TOPO_FILE) and the settings; each problem on one\n"
-          "                                   line, exit 1 when there is one, 0 when all is clean\n"
-          "--table FILE uses FILE instead of SYMMEM_TABLE; --default-machine shows the bundled default machine\n"
-          "whatever GPUs this machine has; --cc overrides SYMMEM_CC, which overrides the detected capability.\n"
-          "Prints the version, the NCCL in use, the SYMMEM_* settings and the decision for every power-of-two\n"
-          "all-reduce size from 8 B to 256 MiB. Without GPUs and without arguments it shows the bundled default:\n"
-          "8x RTX PRO 6000 Blackwell (capability 12.0) on PCIe, dual socket.\n");
+  fprintf(
+      out,
+      "usage: symmem-info [--cc X.Y] [--link nvlink|pcie-switch|pcie-root|pcie-sys] [--ranks N]\n"
+      "                   [--topo FILE] [--dtype bfloat16|half|float] [--op sum|prod|min|max] [--no-p2p]\n"
+      "                   [--table FILE] [--default-machine] [--plugin PATH]\n"
+      "       symmem-info --env           the SYMMEM_* settings as the Markdown table of docs/settings.md\n"
+      "       symmem-info --dump-table    the decision table in use, in table-file format (a start for edits)\n"
+      "       symmem-info --check         check the table file (--table or SYMMEM_TABLE), the topology file\n"
+      "                                   (--topo or SYMMEM_TOPO_FILE) and the settings; each problem on one\n"
+      "                                   line, exit 1 when there is one, 0 when all is clean\n"
+      "--table FILE uses FILE instead of SYMMEM_TABLE; --default-machine shows the bundled default machine\n"
+      "whatever GPUs this machine has; --cc overrides SYMMEM_CC, which overrides the detected capability.\n"
+      "Prints first the verdict (which sizes take the symmetric kernels; whether NCCL_TUNER_PLUGIN here loads\n"
+      "the plugin), then the version, the NCCL in use, the SYMMEM_* settings and the decision for every power-of-two\n"
+      "all-reduce size from 8 B to 256 MiB. Without GPUs and without arguments it shows the bundled default:\n"
+      "8x RTX PRO 6000 Blackwell (capability 12.0) on PCIe, dual socket.\n");
 }
 
 bool parseArgs(int argc, char** argv, Options& o) {
@@ -285,6 +291,51 @@ bool tableInUse(const Options& opt, const Topology& machine, DecisionTable& tabl
   return true;
 }
 
+// The symmetric buffer the setup would give `entry` (0: none, or refused), as printBuffer says it.
+uint64_t symmetricCapacity(const Thresholds& entry, int nRanks) {
+  if (nRanks > kSymmetricMaxRanks) return 0;
+  if (!symmetricLimitProblem(nRanks, entry.oneShotMaxBytes, entry.twoShotMaxBytes).empty()) return 0;
+  return std::max(entry.oneShotMaxBytes, entry.twoShotMaxBytes);
+}
+
+// What NCCL_TUNER_PLUGIN (`value`, null when unset) makes of the plugin in processes started from this
+// shell. NCCL takes "none" for no plugin, and a name as libnccl-tuner-<name>.so or as the file itself.
+std::string tunerPluginVerdict(const char* value) {
+  if (value == nullptr || *value == '\0') return "NCCL_TUNER_PLUGIN unset: the plugin is inactive in this shell";
+  const std::string v = value;
+  if (strcasecmp(value, "none") == 0) return "NCCL_TUNER_PLUGIN=none: NCCL loads no tuner plugin in this shell";
+  const std::string base = v.substr(v.rfind('/') == std::string::npos ? 0 : v.rfind('/') + 1);
+  if (v != "symmem" && base != "libnccl-tuner-symmem.so")
+    return "NCCL_TUNER_PLUGIN=" + v + " names another tuner plugin: this one is inactive in this shell";
+  if (v.find('/') != std::string::npos && access(v.c_str(), R_OK) != 0)
+    return "NCCL_TUNER_PLUGIN=" + v + " does not exist: NCCL loads no tuner plugin";
+  return "NCCL_TUNER_PLUGIN=" + v + ": NCCL loads this plugin in this shell";
+}
+
+// The bottom line, printed first: "8 ranks, pcie-sys: symmetric kernels up to 128KiB, NCCL above;
+// NCCL_TUNER_PLUGIN unset: the plugin is inactive in this shell".
+std::string verdictLine(const DecisionTable& table, CommFacts facts, const Policy& policy, DataType dtype, ReduceOp op,
+                        const Settings& settings, bool pluginLoads) {
+  const TableLookup found = lookupWithFallbackWarning(table, facts.cc, facts.link, facts.nRanks);
+  if (found.entry) facts.symmetricCapacityBytes = symmetricCapacity(*found.entry, facts.nRanks);
+  uint64_t largestSymmetric = 0;
+  std::string whyNot;
+  for (uint64_t bytes = 8; bytes <= (256ull << 20); bytes *= 2) {
+    const Decision d = decide(CollRequest{Collective::AllReduce, op, dtype, bytes}, facts, found.entry, policy);
+    if (d.symmetric())
+      largestSymmetric = bytes;
+    else if (whyNot.empty())
+      whyNot = std::string(reasonText(d.reason));
+  }
+  std::string line = std::to_string(facts.nRanks) + " ranks, " + std::string(linkClassName(facts.link)) + ": ";
+  line += largestSymmetric ? "symmetric kernels up to " + formatBytes(largestSymmetric) + ", NCCL above"
+                           : "NCCL at every size: " + whyNot;
+  line += "; " + tunerPluginVerdict(std::getenv("NCCL_TUNER_PLUGIN"));
+  if (!settings.flag(SettingId::Enable)) line += "; SYMMEM_ENABLE=0: it would change nothing";
+  if (!pluginLoads) line += "; the plugin check below FAILED";
+  return line;
+}
+
 int check(const Options& opt, const Settings& settings, const std::vector<std::string>& unknownNames) {
   CheckInputs in;
   in.tablePath = !opt.tableFile.empty() ? opt.tableFile : settings.text(SettingId::Table);
@@ -323,25 +374,19 @@ int main(int argc, char** argv) {
   const Settings& settings = Process::get().settings();
   const std::vector<std::string> unknownNames = unknownSettingWarnings(environ);
   if (opt.check) return check(opt, settings, unknownNames);
-  printf("nccl-symmem %s\n", SYMMEM_VERSION_STRING);
-  printf("NCCL built against: %s\n", SYMMEM_BUILT_NCCL_VERSION);
-  printf("NCCL loaded:        %s\n", loadedNcclVersion().c_str());
-  printSettings(settings, unknownNames);
-  printf("\n");
-  const PluginLoadReport load = checkPluginLoads(opt.pluginPath.empty() ? defaultPluginPath() : opt.pluginPath);
-  fputs(load.text.c_str(), stdout);
-  printf("\n");
 
-  // Facts: --topo file, else the detected node, else the bundled default; explicit flags win.
+  // Facts: --topo file, else the detected node, else the bundled default; explicit flags win. Worked
+  // out before anything is printed: the verdict comes first, and an error goes to stderr alone.
   const std::string topoFile = opt.defaultMachine      ? ""
                                : !opt.topoFile.empty() ? opt.topoFile
                                                        : settings.text(SettingId::TopoFile);
   MachineView machine = describeMachine(topoFile, settings, opt.defaultMachine);
-  fputs(machine.text.c_str(), stdout);
-  if (machine.failed) return 1;
+  if (machine.failed) {
+    fputs(machine.text.c_str(), stderr);
+    return 1;
+  }
   std::string tableWhy;
   if (!tableInUse(opt, machine.topology, table, &tableWhy)) return 1;
-  printf("\n%s", tableWhy.c_str());
 
   CommFacts facts;
   facts.nNodes = 1;
@@ -360,7 +405,20 @@ int main(int argc, char** argv) {
   }
   facts.link = opt.link.value_or(machine.link);
   facts.allPairsP2p = opt.p2p && (opt.link ? true : machine.allPairsP2p);
+  const PluginLoadReport load = checkPluginLoads(opt.pluginPath.empty() ? defaultPluginPath() : opt.pluginPath);
+  const Policy policy = policyFrom(settings);
+
+  printf("%s\n\n", verdictLine(table, facts, policy, opt.dtype, opt.op, settings, load.ok).c_str());
+  printf("nccl-symmem %s\n", SYMMEM_VERSION_STRING);
+  printf("NCCL built against: %s\n", SYMMEM_BUILT_NCCL_VERSION);
+  printf("NCCL loaded:        %s\n", loadedNcclVersion().c_str());
+  printSettings(settings, unknownNames);
   printf("\n");
-  printDecisions(table, facts, policyFrom(settings), opt.dtype, opt.op, ccSource);
+  fputs(load.text.c_str(), stdout);
+  printf("\n");
+  fputs(machine.text.c_str(), stdout);
+  printf("\n%s", tableWhy.c_str());
+  printf("\n");
+  printDecisions(table, facts, policy, opt.dtype, opt.op, ccSource);
   return load.ok ? 0 : 1;
 }

@@ -64,6 +64,46 @@ TEST(SymmemInfo, Capability120Pcie) {
   EXPECT_TRUE(has(eight, "    256KiB  symmetric two-shot staged")) << eight.out;
 }
 
+std::string firstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+// Only what goes to stdout, with `env` before the tool.
+ToolRun runStdout(const std::string& args, const std::string& env) {
+  const std::string cmd = "env -u SYMMEM_TABLE -u SYMMEM_TOPO_FILE -u SYMMEM_CC " + env + " '" + SYMMEM_INFO_PATH +
+                          "' " + args + " 2>/dev/null";
+  ToolRun r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+// The bottom line comes first: the sizes on the symmetric kernels, and what NCCL_TUNER_PLUGIN in this
+// shell makes of the plugin.
+TEST(SymmemInfo, TheFirstLineIsTheVerdict) {
+  const std::string args = "--cc 12.0 --link pcie-sys --ranks 8";
+  ToolRun unset = runStdout(args, "-u NCCL_TUNER_PLUGIN");
+  ASSERT_EQ(unset.exitCode, 0) << unset.out;
+  EXPECT_EQ(firstLine(unset.out),
+            "8 ranks, pcie-sys: symmetric kernels up to 128KiB, NCCL above; NCCL_TUNER_PLUGIN unset: the plugin is "
+            "inactive in this shell")
+      << unset.out;
+  EXPECT_EQ(firstLine(runStdout(args, "NCCL_TUNER_PLUGIN=none").out),
+            "8 ranks, pcie-sys: symmetric kernels up to 128KiB, NCCL above; NCCL_TUNER_PLUGIN=none: NCCL loads no "
+            "tuner plugin in this shell");
+  EXPECT_EQ(firstLine(runStdout(args, "NCCL_TUNER_PLUGIN=symmem").out),
+            "8 ranks, pcie-sys: symmetric kernels up to 128KiB, NCCL above; NCCL_TUNER_PLUGIN=symmem: NCCL loads this "
+            "plugin in this shell");
+  EXPECT_NE(firstLine(runStdout(args, "NCCL_TUNER_PLUGIN=other").out).find("names another tuner plugin"),
+            std::string::npos);
+  EXPECT_EQ(firstLine(runStdout("--cc 12.0 --link pcie-sys --ranks 8", "-u NCCL_TUNER_PLUGIN SYMMEM_SYMMETRIC=0").out),
+            "8 ranks, pcie-sys: NCCL at every size: symmetric path off (SYMMEM_SYMMETRIC=0); NCCL_TUNER_PLUGIN unset: "
+            "the plugin is inactive in this shell");
+}
+
 TEST(SymmemInfo, Capability90NvLink) {
   ToolRun r = run("--cc 9.0 --link nvlink --ranks 2");
   ASSERT_EQ(r.exitCode, 0) << r.out;
@@ -301,6 +341,8 @@ TEST(SymmemInfoTopo, BadFileIsAnErrorNamingFileAndLine) {
   ToolRun missing = run("--topo /nonexistent/topo.txt");
   EXPECT_EQ(missing.exitCode, 1);
   EXPECT_TRUE(has(missing, "/nonexistent/topo.txt")) << missing.out;
+  // On stderr, with nothing before it on stdout.
+  EXPECT_EQ(runStdout("--topo /nonexistent/topo.txt", "").out, "");
 }
 
 }  // namespace
