@@ -38,18 +38,20 @@ import math
 import os
 import struct
 import sys
-import tempfile
-import threading
 import time
-import traceback
 from typing import Dict, List, Optional, Sequence, Tuple
 
+_HERE = os.path.dirname(os.path.abspath(__file__))
+if _HERE not in sys.path:
+    sys.path.insert(0, _HERE)
+from launched_rank import (EXIT_SKIP, MAX_RANKS, NO_LATENCY, PERIOD,  # noqa: E402
+                           FileRendezvous, SelfTest, check_module, contribution_period, finish, int_in, int_list,
+                           nccl_libraries, nccl_version_text, note_error, parse_rank_args, pattern_value,
+                           positive_number, rank_output, rank_parser, read_maps, rendezvous_dir, repeat_period,
+                           run_main, shared_gpu_environment, sum_period)
+
 PROG = "cupy_client"
-NO_LATENCY = "shared GPU: correctness only, no latency figures"
-EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_SKIP = 0, 1, 2, 77
-MAX_RANKS = 16
 DEFAULT_COUNTS = (1, 7, 1000, 65537)
-PERIOD = 17
 UID_BYTES = 128
 UID_FILE = "cupy-uid"
 # name -> (element size, the NCCL constant's name in cupy.cuda.nccl)
@@ -62,11 +64,6 @@ SENTINEL = 0xFF  # every byte 0xFF: NaN in fp32, fp16 and bf16, equal to no sum
 
 
 # ==== values ========================================================================================
-def pattern_value(i: int, rank: int, salt: int) -> int:
-    """Rank `rank`'s input at element i: an integer in [-8, 8] with period 17 in i."""
-    return ((i * 7 + rank * 3 + salt) % PERIOD) - 8
-
-
 def bf16_bits(value: float) -> int:
     """The bfloat16 bits of a value bfloat16 holds exactly (the upper half of its float32 bits)."""
     bits = struct.unpack("<I", struct.pack("<f", value))[0]
@@ -100,20 +97,14 @@ def decode(data: bytes, dtype: str) -> List[float]:
     return [bf16_value(h) for h in struct.unpack(f"<{n}H", data[: n * size])]
 
 
-def _repeat(period: bytes, count: int, size: int) -> bytes:
-    return (period * (count // PERIOD + 1))[: count * size]
-
-
 def contribution(count: int, dtype: str, rank: int, salt: int) -> bytes:
     """Rank `rank`'s input of `count` elements, encoded."""
-    period = encode([pattern_value(i, rank, salt) for i in range(PERIOD)], dtype)
-    return _repeat(period, count, DTYPES[dtype][0])
+    return repeat_period(encode(contribution_period(rank, salt), dtype), count, DTYPES[dtype][0])
 
 
 def expected_sum(count: int, dtype: str, world: int, salt: int) -> bytes:
     """The exact sum over ranks 0..world-1 of contribution(count, dtype, r, salt), encoded."""
-    period = encode([sum(pattern_value(i, r, salt) for r in range(world)) for i in range(PERIOD)], dtype)
-    return _repeat(period, count, DTYPES[dtype][0])
+    return repeat_period(encode(sum_period(world, salt), dtype), count, DTYPES[dtype][0])
 
 
 def sentinel(count: int, dtype: str) -> bytes:
@@ -131,15 +122,6 @@ def compare(got: bytes, want: bytes, dtype: str) -> Tuple[int, int, float, float
     if not bad:
         return 0, -1, 0.0, 0.0
     return len(bad), bad[0], g[bad[0]], w[bad[0]]
-
-
-def nccl_version_text(code: int) -> str:
-    """ncclGetVersion's integer as x.y.z (2.9 on: major*10000 + minor*100 + patch; before: *1000)."""
-    if code <= 0:
-        return f"unknown ({code})"
-    if code >= 20900:
-        return f"{code // 10000}.{code % 10000 // 100}.{code % 100}"
-    return f"{code // 1000}.{code % 1000 // 100}.{code % 100}"
 
 
 # ==== the unique id =================================================================================
@@ -175,86 +157,17 @@ def make_communicator(nccl, world: int, data: bytes, rank: int):
             raise first from None
 
 
-class FileRendezvous:
-    """Rank 0 writes <dir>/<name> (a temporary file, then os.replace, so nobody reads half of it); the
-    others poll for it for up to `timeout` seconds."""
-
-    def __init__(self, directory: str, timeout: float):
-        self.directory, self.timeout = directory, timeout
-
-    def publish(self, name: str, data: bytes) -> None:
-        path = os.path.join(self.directory, name)
-        tmp = f"{path}.tmp-{os.getpid()}"
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-
-    def receive(self, name: str, size: int) -> bytes:
-        path = os.path.join(self.directory, name)
-        deadline = time.monotonic() + self.timeout
-        delay = 0.002
-        while True:
-            try:
-                with open(path, "rb") as f:
-                    data = f.read()
-                break
-            except FileNotFoundError:
-                if time.monotonic() >= deadline:
-                    raise RuntimeError(f"no unique id from rank 0 in {path} after {self.timeout:g} s "
-                                       "(rank 0 failed or is slow: see its log)") from None
-                time.sleep(delay)
-                delay = min(delay * 2, 0.1)
-        if len(data) != size:
-            raise RuntimeError(f"{path} holds {len(data)} bytes, not {size}")
-        return data
-
-
 # ==== arguments =====================================================================================
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 < value < math.inf:
-        raise argparse.ArgumentTypeError(f"must be a positive number: {text!r}")
-    return value
-
-
-def _count_list(text: str) -> List[int]:
-    try:
-        counts = [int(t, 10) for t in text.split(",") if t.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a comma-separated list of integers: {text!r}") from None
-    if not counts or any(c < 1 or c > (1 << 26) for c in counts):
-        raise argparse.ArgumentTypeError(f"counts must be in [1, {1 << 26}]: {text!r}")
-    return counts
-
-
-def _replays(text: str) -> int:
-    try:
-        value = int(text, 10)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if not 0 <= value <= 100:
-        raise argparse.ArgumentTypeError(f"must be in [0, 100]: {value}")
-    return value
-
-
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=PROG, description="CuPy's NCCL all-reduce, checked exactly, one rank of N "
-                                "on GPU 0 (" + NO_LATENCY + ").")
-    p.add_argument("--launched", action="store_true",
-                   help="one rank of $WORLD_SIZE started by tests/multiproc/launch_ranks.py")
-    p.add_argument("--self-test", action="store_true", help="host-side checks only, no cupy, no GPU")
-    p.add_argument("--counts", type=_count_list, default=list(DEFAULT_COUNTS),
+    p = rank_parser(PROG, "CuPy's NCCL all-reduce, checked exactly, one rank of N on GPU 0 (" + NO_LATENCY + ").",
+                    "rank", "cupy")
+    p.add_argument("--counts", type=int_list("counts", 1 << 26), default=list(DEFAULT_COUNTS),
                    help="element counts, comma-separated (default 1,7,1000,65537)")
-    p.add_argument("--graph-replays", type=_replays, default=3,
+    p.add_argument("--graph-replays", type=int_in(0, 100), default=3,
                    help="replays of each captured graph, fresh inputs each time (0: no graphs; default 3)")
-    p.add_argument("--timeout", type=_positive, default=240.0,
+    p.add_argument("--timeout", type=positive_number, default=240.0,
                    help="seconds for the whole rank; then its stacks are printed and it exits 1 (default 240)")
-    p.add_argument("--rendezvous-timeout", type=_positive, default=120.0,
+    p.add_argument("--rendezvous-timeout", type=positive_number, default=120.0,
                    help="seconds the other ranks wait for rank 0's unique id (default 120)")
     p.add_argument("--verbose", "-v", action="store_true", help="print every check")
     return p
@@ -263,58 +176,11 @@ def build_parser() -> argparse.ArgumentParser:
 def parse_args(argv: Optional[Sequence[str]] = None, environ: Optional[Dict[str, str]] = None) -> argparse.Namespace:
     environ = os.environ if environ is None else environ
     parser = build_parser()
-    args = parser.parse_args(argv)
-    args.rank, args.world, args.rendezvous = 0, 1, ""
-    if args.self_test or not args.launched:
-        return args
-    values = {}
-    for name in ("RANK", "WORLD_SIZE"):
-        text = environ.get(name, "")
-        try:
-            values[name] = int(text, 10)
-        except ValueError:
-            parser.error(f"--launched needs {name} set to an integer (got {text!r}); start it with "
-                         "tests/multiproc/launch_ranks.py")
-    args.rank, args.world = values["RANK"], values["WORLD_SIZE"]
-    if not 1 <= args.world <= MAX_RANKS:
-        parser.error(f"WORLD_SIZE must be in [1, {MAX_RANKS}]: {args.world}")
-    if not 0 <= args.rank < args.world:
-        parser.error(f"RANK must be in [0, {args.world - 1}]: {args.rank}")
-    args.rendezvous = environ.get("SYMMEM_TEST_RENDEZVOUS_DIR", "")
-    if args.world > 1 and not args.rendezvous:
-        parser.error("--launched with WORLD_SIZE > 1 needs SYMMEM_TEST_RENDEZVOUS_DIR (a folder every rank sees)")
+    args = parse_rank_args(parser, argv, environ)
+    args.rendezvous = ""
+    if args.launched and not args.self_test:
+        args.rendezvous = rendezvous_dir(parser, environ, args.world)
     return args
-
-
-# ==== which libraries the process has mapped ========================================================
-def mapped_libraries(maps_text: str, prefix: str) -> List[str]:
-    """Paths of mapped files whose name starts with `prefix`, in first-seen order, once each."""
-    seen: List[str] = []
-    for line in maps_text.splitlines():
-        parts = line.split(None, 5)
-        if len(parts) < 6:
-            continue
-        path = parts[5].strip()
-        if path.endswith(" (deleted)"):
-            path = path[: -len(" (deleted)")]
-        if os.path.basename(path).startswith(prefix) and path not in seen:
-            seen.append(path)
-    return seen
-
-
-def nccl_libraries(maps_text: str) -> Tuple[List[str], List[str]]:
-    """(libnccl.so* paths, other libnccl*-named files such as tuner plugins) among the mapped files."""
-    every = mapped_libraries(maps_text, "libnccl")
-    core = [p for p in every if os.path.basename(p).startswith("libnccl.so")]
-    return core, [p for p in every if p not in core]
-
-
-def read_maps() -> str:
-    try:
-        with open("/proc/self/maps") as f:
-            return f.read()
-    except OSError as e:
-        return f"(cannot read /proc/self/maps: {e.strerror})"
 
 
 # ==== the checks ====================================================================================
@@ -489,14 +355,8 @@ def load_cupy():
 
 
 def run_rank(args) -> int:
-    prefix = f"{PROG}[rank {args.rank}]"
-
-    def say(text: str) -> None:
-        print(f"{prefix}: {text}", flush=True)
-
-    for var, value in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"),
-                       ("NVSHMEM_DISABLE_NVLS", "1")):
-        os.environ.setdefault(var, value)
+    prefix, say = rank_output(PROG, args.rank)
+    shared_gpu_environment(os.environ)
     cupy, numpy, nccl, why = load_cupy()
     if why:
         say(f"SKIPPED: {why}")
@@ -554,8 +414,7 @@ def run_rank(args) -> int:
         if check_async is not None:
             check_async()
     except Exception:  # noqa: BLE001 - every failure fails the rank
-        errors.append(traceback.format_exc())
-        say(f"ERROR: {errors[-1].rstrip()}")
+        note_error(errors, say)
     if comm is not None:
         try:
             if errors and hasattr(comm, "abort"):
@@ -563,14 +422,10 @@ def run_rank(args) -> int:
             else:
                 comm.destroy()
         except Exception:  # noqa: BLE001
-            errors.append(traceback.format_exc())
-            say(f"ERROR while ending the communicator: {errors[-1].rstrip()}")
+            note_error(errors, say, "ERROR while ending the communicator")
     faulthandler.cancel_dump_traceback_later()
     checks, wrong = (run.checks, run.wrong) if run else (0, 0)
-    if errors:
-        say(f"FAILED: {len(errors)} error(s)")
-    print(f"{prefix}: {checks} checks, {wrong} wrong (NCCL {version}; {NO_LATENCY})", flush=True)
-    return EXIT_OK if not errors and not wrong and checks else EXIT_FAIL
+    return finish(prefix, say, errors, checks, wrong, f"NCCL {version}")
 
 
 # ==== --self-test: the host-side pieces, and the check loop against a stand-in for CuPy ==============
@@ -696,21 +551,11 @@ def _dry_run(world, rank, mode="", counts=(1, 7, 1000), replays=2, capture=True,
 
 
 def self_test() -> int:
-    failures: List[str] = []
-    total = 0
-
-    def check(ok, what):
-        nonlocal total
-        total += 1
-        if not ok:
-            failures.append(what)
-            print(f"{PROG} self-test: FAILED: {what}", flush=True)
+    t = SelfTest(PROG)
+    check = t.check
+    check_module(t)  # the pattern, versions, maps, argument types, rank environment, rendezvous files, output
 
     # values and encodings
-    check([pattern_value(i, 0, 0) for i in range(3)] == [-8, -1, 6], "rank 0's first values by hand")
-    check([pattern_value(i, 1, 0) for i in range(3)] == [-5, 2, -8], "rank 1's first values by hand")
-    check({pattern_value(i, r, s) for i in range(PERIOD) for r in range(3) for s in range(3)} == set(range(-8, 9)),
-          "inputs cover -8..8")
     for dtype in DTYPES:
         ints = list(range(-256, 257))
         check(decode(encode(ints, dtype), dtype) == [float(v) for v in ints], f"{dtype}: -256..256 round-trip exactly")
@@ -746,11 +591,6 @@ def self_test() -> int:
     check((n, first, g, w) == (2, 2, 3.0, 4.0), f"mismatch report ({n}, {first}, {g}, {w})")
     check(compare(sentinel(4, "bfloat16"), encode([0, 0, 0, 0], "bfloat16"), "bfloat16")[0] == 4, "NaN is wrong")
 
-    # NCCL versions
-    for code, text in ((22809, "2.28.9"), (22803, "2.28.3"), (21805, "2.18.5"), (20903, "2.9.3"),
-                       (2708, "2.7.8"), (0, "unknown (0)")):
-        check(nccl_version_text(code) == text, f"version {code} -> {nccl_version_text(code)}")
-
     # unique ids
     raw = bytes(range(256))[:UID_BYTES][::-1]
     check(uid_to_bytes(raw) == raw, "bytes id kept")
@@ -783,37 +623,6 @@ def self_test() -> int:
     check(make_communicator(type("N", (), {"NcclCommunicator": TupleComm}), 2, data, 1).uid == uid_as_tuple(data),
           "older CuPy's tuple id")
 
-    # the rendezvous files
-    with tempfile.TemporaryDirectory(prefix="cupy-client-rdv-") as d:
-        got: List[bytes] = []
-        errs: List[str] = []
-
-        def reader():
-            try:
-                got.append(FileRendezvous(d, 10).receive(UID_FILE, UID_BYTES))
-            except Exception as e:  # noqa: BLE001
-                errs.append(str(e))
-        t = threading.Thread(target=reader)
-        t.start()
-        time.sleep(0.05)
-        FileRendezvous(d, 10).publish(UID_FILE, data)
-        t.join(15)
-        check(got == [data] and not errs, f"the id reaches a waiting rank ({errs})")
-        check(sorted(os.listdir(d)) == [UID_FILE], f"no temporary file left ({os.listdir(d)})")
-        start = time.monotonic()
-        try:
-            FileRendezvous(d, 0.2).receive("absent", UID_BYTES)
-            check(False, "a missing id times out")
-        except RuntimeError as e:
-            check("after 0.2 s" in str(e) and time.monotonic() - start < 5, f"a missing id times out: {e}")
-        with open(os.path.join(d, "short"), "wb") as f:
-            f.write(b"abc")
-        try:
-            FileRendezvous(d, 1).receive("short", UID_BYTES)
-            check(False, "a short id file is refused")
-        except RuntimeError:
-            check(True, "a short id file is refused")
-
     # arguments
     a = parse_args(["--launched"], environ={"RANK": "1", "WORLD_SIZE": "4", "SYMMEM_TEST_RENDEZVOUS_DIR": "/r"})
     check((a.rank, a.world, a.rendezvous, a.counts, a.graph_replays) == (1, 4, "/r", [1, 7, 1000, 65537], 3),
@@ -824,38 +633,12 @@ def self_test() -> int:
                    environ={"RANK": "0", "WORLD_SIZE": "1"})
     check((a.counts, a.graph_replays, a.timeout, a.rendezvous) == ([3, 5], 0, 30.0, ""), "options; 1 rank needs no folder")
     check(parse_args(["--self-test"], environ={}).self_test, "--self-test")
-    for argv, env in ((["--launched"], {}), (["--launched"], {"RANK": "x", "WORLD_SIZE": "2"}),
-                      (["--launched"], {"RANK": "2", "WORLD_SIZE": "2", "SYMMEM_TEST_RENDEZVOUS_DIR": "/r"}),
-                      (["--launched"], {"RANK": "0", "WORLD_SIZE": "17", "SYMMEM_TEST_RENDEZVOUS_DIR": "/r"}),
-                      (["--launched"], {"RANK": "0", "WORLD_SIZE": "2"}), (["--counts", "0"], {}),
-                      (["--counts", "a,b"], {}), (["--timeout", "-1"], {}), (["--graph-replays", "101"], {}),
-                      (["--bogus"], {})):
-        stderr, sys.stderr = sys.stderr, open(os.devnull, "w")
-        try:
-            parse_args(argv, environ=env)
-            check(False, f"{argv} {env} refused")
-        except SystemExit as e:
-            check(e.code == EXIT_USAGE, f"{argv} {env} refused with status 2")
-        finally:
-            sys.stderr.close()
-            sys.stderr = stderr
-
-    # /proc/self/maps
-    maps = "\n".join([
-        "7f00-7f10 r-xp 00000000 08:01 11 /usr/lib/x86_64-linux-gnu/libnccl.so.2.28.3",
-        "7f10-7f20 r--p 00000000 08:01 11 /usr/lib/x86_64-linux-gnu/libnccl.so.2.28.3",
-        "7f20-7f30 r-xp 00000000 08:01 12 /w/build/lib/libnccl-tuner-symmem.so",
-        "7f30-7f40 r-xp 00000000 08:01 13 /v/site-packages/nvidia/nccl/lib/libnccl.so.2 (deleted)",
-        "7f40-7f50 rw-p 00000000 00:00 0 ",
-        "7f50-7f60 r-xp 00000000 08:01 14 /opt/my libs/libcudart.so.13",
-        "short line",
-    ])
-    core, others = nccl_libraries(maps)
-    check(core == ["/usr/lib/x86_64-linux-gnu/libnccl.so.2.28.3", "/v/site-packages/nvidia/nccl/lib/libnccl.so.2"],
-          f"libnccl paths from maps: {core}")
-    check(others == ["/w/build/lib/libnccl-tuner-symmem.so"], f"the plugin told apart: {others}")
-    check(mapped_libraries(maps, "libcudart") == ["/opt/my libs/libcudart.so.13"], "a path with a space")
-    check(isinstance(read_maps(), str), "read_maps returns text, also where /proc is missing")
+    t.refuses(parse_args, ((["--launched"], {}), (["--launched"], {"RANK": "x", "WORLD_SIZE": "2"}),
+                           (["--launched"], {"RANK": "2", "WORLD_SIZE": "2", "SYMMEM_TEST_RENDEZVOUS_DIR": "/r"}),
+                           (["--launched"], {"RANK": "0", "WORLD_SIZE": "17", "SYMMEM_TEST_RENDEZVOUS_DIR": "/r"}),
+                           (["--launched"], {"RANK": "0", "WORLD_SIZE": "2"}), (["--counts", "0"], {}),
+                           (["--counts", "a,b"], {}), (["--timeout", "-1"], {}), (["--graph-replays", "101"], {}),
+                           (["--bogus"], {})))
 
     # the check loop against the stand-in: right answers pass, each planted fault is seen
     for world, rank in ((1, 0), (2, 1), (4, 2)):
@@ -878,15 +661,11 @@ def self_test() -> int:
     run, _, lines, _ = _dry_run(2, 0, bf16=False)
     check(run.checks == 2 * 3 * 9 and any("bfloat16 skipped" in line for line in lines), "no NCCL_BFLOAT16: said, skipped")
 
-    print(f"{PROG} self-test: {total} checks, {len(failures)} failed", flush=True)
-    return EXIT_OK if not failures else EXIT_FAIL
+    return t.done()
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    args = parse_args(argv)
-    if args.self_test:
-        return self_test()
-    return run_rank(args)
+    return run_main(parse_args, self_test, run_rank, argv)
 
 
 if __name__ == "__main__":

@@ -46,35 +46,32 @@ import re
 import socket
 import sys
 import time
-import traceback
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
+_HERE = os.path.dirname(os.path.abspath(__file__))
+if _HERE not in sys.path:
+    sys.path.insert(0, _HERE)
+from launched_rank import (EXIT_FAIL, EXIT_SKIP, MAX_RANKS, NO_LATENCY, PERIOD,  # noqa: E402
+                           SelfTest, check_module, contribution_period, finish, int_list, nccl_libraries,
+                           nccl_version_text, note_error, parse_rank_args, pattern_value, positive_int, rank_output,
+                           rank_parser, read_maps, repeat_period, result_line, run_main, shared_gpu_environment,
+                           sum_period)
+
 PROG = "jax_client"
-NO_LATENCY = "shared GPU: correctness only, no latency figures"
-EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_SKIP = 0, 1, 2, 77
-MAX_RANKS = 16
 DEFAULT_SIZES = (1, 1000, 65537)
 SALTS = (0, 5)
-PERIOD = 17
 AXIS = "ranks"
 XLA_ENV = (("XLA_PYTHON_CLIENT_PREALLOCATE", "false"), ("XLA_PYTHON_CLIENT_MEM_FRACTION", "0.1"))
 PROXY_VARS = ("http_proxy", "https_proxy", "all_proxy", "grpc_proxy")
 
 
 # ==== values ========================================================================================
-def pattern_value(i: int, rank: int, salt: int) -> int:
-    """Process `rank`'s input at element i: an integer in [-8, 8] with period 17 in i."""
-    return ((i * 7 + rank * 3 + salt) % PERIOD) - 8
-
-
 def contribution_values(n: int, rank: int, salt: int) -> List[int]:
-    period = [pattern_value(i, rank, salt) for i in range(PERIOD)]
-    return (period * (n // PERIOD + 1))[:n]
+    return repeat_period(contribution_period(rank, salt), n)
 
 
 def expected_values(n: int, world: int, salt: int) -> List[int]:
-    period = [sum(pattern_value(i, r, salt) for r in range(world)) for i in range(PERIOD)]
-    return (period * (n // PERIOD + 1))[:n]
+    return repeat_period(sum_period(world, salt), n)
 
 
 def first_mismatch(got: Sequence[float], want: Sequence[float]) -> Tuple[int, int]:
@@ -83,15 +80,6 @@ def first_mismatch(got: Sequence[float], want: Sequence[float]) -> Tuple[int, in
         return max(len(got), len(want)), min(len(got), len(want))
     bad = [i for i, (a, b) in enumerate(zip(got, want)) if not a == b]
     return len(bad), (bad[0] if bad else -1)
-
-
-def nccl_version_text(code: int) -> str:
-    """ncclGetVersion's integer as x.y.z (2.9 on: major*10000 + minor*100 + patch; before: *1000)."""
-    if code <= 0:
-        return f"unknown ({code})"
-    if code >= 20900:
-        return f"{code // 10000}.{code % 10000 // 100}.{code % 100}"
-    return f"{code // 1000}.{code % 1000 // 100}.{code % 100}"
 
 
 # ==== ports, environment, initialize's keywords =====================================================
@@ -202,36 +190,6 @@ def installed_cuda_plugins(jaxlib_version: str) -> List[str]:
     return cuda_plugin_evidence(dists, modules, entries, jaxlib_version)
 
 
-def mapped_libraries(maps_text: str, prefix: str) -> List[str]:
-    """Paths of mapped files whose name starts with `prefix`, in first-seen order, once each."""
-    seen: List[str] = []
-    for line in maps_text.splitlines():
-        parts = line.split(None, 5)
-        if len(parts) < 6:
-            continue
-        path = parts[5].strip()
-        if path.endswith(" (deleted)"):
-            path = path[: -len(" (deleted)")]
-        if os.path.basename(path).startswith(prefix) and path not in seen:
-            seen.append(path)
-    return seen
-
-
-def nccl_libraries(maps_text: str) -> Tuple[List[str], List[str]]:
-    """(libnccl.so* paths, other libnccl*-named files such as tuner plugins) among the mapped files."""
-    every = mapped_libraries(maps_text, "libnccl")
-    core = [p for p in every if os.path.basename(p).startswith("libnccl.so")]
-    return core, [p for p in every if p not in core]
-
-
-def read_maps() -> str:
-    try:
-        with open("/proc/self/maps") as f:
-            return f.read()
-    except OSError as e:
-        return f"(cannot read /proc/self/maps: {e.strerror})"
-
-
 def loaded_nccl_version(path: str) -> str:
     """ncclGetVersion of a libnccl this process has already mapped (never loads one)."""
     try:
@@ -256,47 +214,24 @@ def nccl_report() -> Tuple[str, str]:
 
 
 # ==== arguments =====================================================================================
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text, 10)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be positive: {value}")
-    return value
-
-
 def _port(text: str) -> int:
-    value = _positive_int(text)
+    value = positive_int(text)
     if value > 65535:
         raise argparse.ArgumentTypeError(f"not a port number: {value}")
     return value
 
 
-def _size_list(text: str) -> List[int]:
-    try:
-        sizes = [int(t, 10) for t in text.split(",") if t.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a comma-separated list of integers: {text!r}") from None
-    if not sizes or any(n < 1 or n > (1 << 24) for n in sizes):
-        raise argparse.ArgumentTypeError(f"sizes must be in [1, {1 << 24}]: {text!r}")
-    return sizes
-
-
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=PROG, description="A JAX psum across processes, checked exactly, one process "
-                                "of N on GPU 0 (" + NO_LATENCY + ").")
-    p.add_argument("--launched", action="store_true",
-                   help="one process of $WORLD_SIZE started by tests/multiproc/launch_ranks.py")
-    p.add_argument("--self-test", action="store_true", help="host-side checks only, no jax, no GPU")
-    p.add_argument("--sizes", type=_size_list, default=list(DEFAULT_SIZES),
+    p = rank_parser(PROG, "A JAX psum across processes, checked exactly, one process of N on GPU 0 (" + NO_LATENCY +
+                    ").", "process", "jax")
+    p.add_argument("--sizes", type=int_list("sizes", 1 << 24), default=list(DEFAULT_SIZES),
                    help="float32 elements per process, comma-separated (default 1,1000,65537)")
     p.add_argument("--port", type=_port, help="the coordinator's port (default MASTER_PORT + 1)")
-    p.add_argument("--init-timeout", type=_positive_int, default=60,
+    p.add_argument("--init-timeout", type=positive_int, default=60,
                    help="jax.distributed.initialize's initialization_timeout, seconds (default 60)")
-    p.add_argument("--shutdown-timeout", type=_positive_int, default=30,
+    p.add_argument("--shutdown-timeout", type=positive_int, default=30,
                    help="jax.distributed.initialize's shutdown_timeout_seconds (default 30)")
-    p.add_argument("--timeout", type=_positive_int, default=270,
+    p.add_argument("--timeout", type=positive_int, default=270,
                    help="seconds for the whole process; then its stacks are printed and it exits 1 (default 270)")
     p.add_argument("--verbose", "-v", action="store_true", help="print every check")
     return p
@@ -305,24 +240,9 @@ def build_parser() -> argparse.ArgumentParser:
 def parse_args(argv: Optional[Sequence[str]] = None, environ: Optional[Dict[str, str]] = None) -> argparse.Namespace:
     environ = os.environ if environ is None else environ
     parser = build_parser()
-    args = parser.parse_args(argv)
-    args.rank, args.world = 0, 1
+    args = parse_rank_args(parser, argv, environ)
     if args.self_test:
         return args
-    if args.launched:
-        values = {}
-        for name in ("RANK", "WORLD_SIZE"):
-            text = environ.get(name, "")
-            try:
-                values[name] = int(text, 10)
-            except ValueError:
-                parser.error(f"--launched needs {name} set to an integer (got {text!r}); start it with "
-                             "tests/multiproc/launch_ranks.py")
-        args.rank, args.world = values["RANK"], values["WORLD_SIZE"]
-        if not 1 <= args.world <= MAX_RANKS:
-            parser.error(f"WORLD_SIZE must be in [1, {MAX_RANKS}]: {args.world}")
-        if not 0 <= args.rank < args.world:
-            parser.error(f"RANK must be in [0, {args.world - 1}]: {args.rank}")
     if args.port is None and "MASTER_PORT" not in environ and args.launched:
         parser.error("--launched needs MASTER_PORT (or --port)")
     if args.port is None and "MASTER_PORT" not in environ:
@@ -360,15 +280,9 @@ def get_shard_map(jax):
 
 
 def run_rank(args) -> int:
-    prefix = f"{PROG}[rank {args.rank}]"
-
-    def say(text: str) -> None:
-        print(f"{prefix}: {text}", flush=True)
-
+    prefix, say = rank_output(PROG, args.rank)
     set_now, removed = prepare_environment(os.environ)
-    for var, value in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"),
-                       ("NVSHMEM_DISABLE_NVLS", "1")):
-        os.environ.setdefault(var, value)
+    shared_gpu_environment(os.environ)
     try:
         import jax
     except Exception as e:  # noqa: BLE001 - ImportError, or a broken install failing otherwise
@@ -411,8 +325,7 @@ def run_rank(args) -> int:
             say(f"rank 0: coordination service {'started' if service is not None else 'not started'} "
                 f"(bind {kwargs.get('coordinator_bind_address', 'default [::]:' + str(args.port))})")
         say(f"now: {port_state(args.port)}; proxy variables removed: {' '.join(removed) or 'none'}")
-        print(f"{prefix}: 0 checks, 0 wrong (jax {jax_version}, jaxlib {jaxlib_version}, NCCL not loaded; "
-              f"{NO_LATENCY})", flush=True)
+        result_line(prefix, 0, 0, f"jax {jax_version}, jaxlib {jaxlib_version}, NCCL not loaded")
         return EXIT_FAIL
     say(f"jax.distributed.initialize returned in {time.monotonic() - start:.1f} s")
 
@@ -468,34 +381,22 @@ def run_rank(args) -> int:
         nccl_short, nccl_line = nccl_report()
         say(nccl_line)
     except Exception:  # noqa: BLE001 - every failure fails the process
-        errors.append(traceback.format_exc())
-        say(f"ERROR: {errors[-1].rstrip()}")
+        note_error(errors, say)
         nccl_short, nccl_line = nccl_report()
         say(nccl_line)
     try:
         jax.distributed.shutdown()
     except Exception:  # noqa: BLE001
-        errors.append(traceback.format_exc())
-        say(f"ERROR in jax.distributed.shutdown(): {errors[-1].rstrip()}")
+        note_error(errors, say, "ERROR in jax.distributed.shutdown()")
     faulthandler.cancel_dump_traceback_later()
-    if errors:
-        say(f"FAILED: {len(errors)} error(s)")
-    print(f"{prefix}: {checks} checks, {wrong} wrong (jax {jax_version}, jaxlib {jaxlib_version}, NCCL {nccl_short}; "
-          f"{NO_LATENCY})", flush=True)
-    return EXIT_OK if not errors and not wrong and checks else EXIT_FAIL
+    return finish(prefix, say, errors, checks, wrong, f"jax {jax_version}, jaxlib {jaxlib_version}, NCCL {nccl_short}")
 
 
 # ==== --self-test ===================================================================================
 def self_test() -> int:
-    failures: List[str] = []
-    total = 0
-
-    def check(ok, what):
-        nonlocal total
-        total += 1
-        if not ok:
-            failures.append(what)
-            print(f"{PROG} self-test: FAILED: {what}", flush=True)
+    t = SelfTest(PROG)
+    check = t.check
+    check_module(t)  # the pattern, versions, maps, argument types, rank environment, rendezvous files, output
 
     # values
     check(contribution_values(3, 0, 0) == [-8, -1, 6] and contribution_values(3, 1, 0) == [-5, 2, -8],
@@ -517,8 +418,6 @@ def self_test() -> int:
     check(first_mismatch([math.nan], [math.nan]) == (1, 0), "NaN equals nothing")
     check(first_mismatch([-0.0], [0.0]) == (0, -1), "-0 equals +0")
     check(first_mismatch([1.0], [1.0, 2.0]) == (2, 1), "different lengths")
-    for code, text in ((22809, "2.28.9"), (22707, "2.27.7"), (20903, "2.9.3"), (2708, "2.7.8"), (0, "unknown (0)")):
-        check(nccl_version_text(code) == text, f"version {code} -> {nccl_version_text(code)}")
 
     # ports and environment
     check(coordinator_port("29500", None) == 29501, "MASTER_PORT + 1")
@@ -573,21 +472,7 @@ def self_test() -> int:
     check(cuda_plugin_evidence([], [], [], "0.4.1+cuda11.cudnn86") == ["jaxlib 0.4.1+cuda11.cudnn86"], "jaxlib+cuda")
     check(isinstance(installed_cuda_plugins("0.0"), list), "looking here finds a list")
 
-    # /proc/self/maps
-    maps = "\n".join([
-        "7f00-7f10 r-xp 00000000 08:01 11 /v/site-packages/nvidia/nccl/lib/libnccl.so.2",
-        "7f10-7f20 r--p 00000000 08:01 11 /v/site-packages/nvidia/nccl/lib/libnccl.so.2",
-        "7f20-7f30 r-xp 00000000 08:01 12 /w/build/lib/libnccl-tuner-symmem.so",
-        "7f30-7f40 r-xp 00000000 08:01 13 /usr/lib/x86_64-linux-gnu/libnccl.so.2.28.3 (deleted)",
-        "7f40-7f50 rw-p 00000000 00:00 0 ",
-        "7f50-7f60 r-xp 00000000 08:01 14 /opt/a dir/libcudart.so.13",
-        "[vdso]",
-    ])
-    core, others = nccl_libraries(maps)
-    check(core == ["/v/site-packages/nvidia/nccl/lib/libnccl.so.2", "/usr/lib/x86_64-linux-gnu/libnccl.so.2.28.3"],
-          f"libnccl paths: {core}")
-    check(others == ["/w/build/lib/libnccl-tuner-symmem.so"], f"the plugin told apart: {others}")
-    check(mapped_libraries(maps, "libcudart") == ["/opt/a dir/libcudart.so.13"], "a path with a space")
+    # the NCCL this process has mapped
     check(loaded_nccl_version("/nonexistent/libnccl.so.2").startswith("unknown"), "an unmapped library is not loaded")
     short, line = nccl_report()
     check(isinstance(short, str) and line.startswith("libnccl mapped: "), f"the report here: {line}")
@@ -602,32 +487,19 @@ def self_test() -> int:
     a = parse_args([], environ={})
     check((a.rank, a.world) == (0, 1) and 1 <= a.port <= 65535, "alone: one process, a free port")
     check(parse_args(["--self-test"], environ={}).self_test, "--self-test")
-    for argv, env in ((["--launched"], {"WORLD_SIZE": "2", "MASTER_PORT": "1"}),
-                      (["--launched"], {"RANK": "2", "WORLD_SIZE": "2", "MASTER_PORT": "1"}),
-                      (["--launched"], {"RANK": "0", "WORLD_SIZE": "0", "MASTER_PORT": "1"}),
-                      (["--launched"], {"RANK": "0", "WORLD_SIZE": "2"}),
-                      (["--launched"], {"RANK": "0", "WORLD_SIZE": "2", "MASTER_PORT": "x"}),
-                      (["--sizes", "0"], {}), (["--port", "70000"], {}), (["--init-timeout", "0"], {}),
-                      (["--init-timeout", "300", "--timeout", "200"], {}), (["--bogus"], {})):
-        stderr, sys.stderr = sys.stderr, open(os.devnull, "w")
-        try:
-            parse_args(argv, environ=env)
-            check(False, f"{argv} {env} refused")
-        except SystemExit as e:
-            check(e.code == EXIT_USAGE, f"{argv} {env} refused with status 2")
-        finally:
-            sys.stderr.close()
-            sys.stderr = stderr
+    t.refuses(parse_args, ((["--launched"], {"WORLD_SIZE": "2", "MASTER_PORT": "1"}),
+                           (["--launched"], {"RANK": "2", "WORLD_SIZE": "2", "MASTER_PORT": "1"}),
+                           (["--launched"], {"RANK": "0", "WORLD_SIZE": "0", "MASTER_PORT": "1"}),
+                           (["--launched"], {"RANK": "0", "WORLD_SIZE": "2"}),
+                           (["--launched"], {"RANK": "0", "WORLD_SIZE": "2", "MASTER_PORT": "x"}),
+                           (["--sizes", "0"], {}), (["--port", "70000"], {}), (["--init-timeout", "0"], {}),
+                           (["--init-timeout", "300", "--timeout", "200"], {}), (["--bogus"], {})))
 
-    print(f"{PROG} self-test: {total} checks, {len(failures)} failed", flush=True)
-    return EXIT_OK if not failures else EXIT_FAIL
+    return t.done()
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    args = parse_args(argv)
-    if args.self_test:
-        return self_test()
-    return run_rank(args)
+    return run_main(parse_args, self_test, run_rank, argv)
 
 
 if __name__ == "__main__":
