@@ -141,11 +141,12 @@ Agreement agreeBeforeExchanges(const ProcessContext& process, ncclComm_t comm, c
   if (!ticket->rendezvous) return {false, ticket->whyNot};
   Rendezvous& agreement = *ticket->rendezvous;
   const bool acrossNodes = ticket->nNodes != 1 && !process.sharedGpuTest;
-  if (mine.takesPart && mine.nRanks != ticket->nRanks) {
-    agreement.arrive(mine.rank, voteOf(process), false, "NCCL's rank count differs from its tuner's");
-  } else {
-    agreement.arrive(mine.rank, voteOf(process), mine.takesPart, mine.why);
-  }
+  // A ticket of another size is another communicator's: arriving there would speak for it. This one
+  // stays on NCCL, and its peers, finding no arrival from this rank, with it when their wait ends.
+  if (mine.takesPart && mine.nRanks != ticket->nRanks)
+    return {false, "NCCL's rank count (" + std::to_string(mine.nRanks) + ") differs from its tuner's (" +
+                       std::to_string(ticket->nRanks) + ")"};
+  agreement.arrive(mine.rank, voteOf(process), mine.takesPart, mine.why);
   try {
     const Tally t = agreement.await(process.timeoutMs, ticket->nNodes == 1, aborted);
     return {t.verdict == Verdict::Go, t.why, acrossNodes};

@@ -423,6 +423,34 @@ TEST(RendezvousDeclaration, ADriverTooOldKeepsEveryRankOnNccl) {
   EXPECT_EQ(declarationFor(c, 7, 2, 1, true, "").reach, Reach::Every);
 }
 
+// A ticket whose rank count is not the communicator's belongs to another communicator: nothing is
+// written into that one's agreement on this one's behalf.
+TEST(CommTickets, AnotherCommunicatorsTicketIsNeverArrivedIn) {
+  resetTicketsForTests();
+  static char commStruct[kContextOffset + 64];
+  std::string why;
+  auto ticket = std::make_shared<CommTicket>();
+  ticket->contextSlot = commStruct + kContextOffset;
+  ticket->commId = freshCommId();
+  ticket->nRanks = 4;
+  ticket->nNodes = 1;
+  ticket->rendezvous = Rendezvous::join(ticket->commId, 4, &why);
+  ASSERT_TRUE(ticket->rendezvous) << why;
+  registerTicket(ticket);
+  const DecisionTable table = DecisionTable::builtIn();
+  const ProcessContext context = defaultContext(table);
+  Arrival mine;
+  mine.rank = 0;
+  mine.nRanks = 2;
+  mine.device = 0;
+  mine.takesPart = true;
+  const Agreement a = agreeBeforeExchanges(context, reinterpret_cast<ncclComm_t>(commStruct), mine, nullptr);
+  EXPECT_FALSE(a.go);
+  EXPECT_NE(a.why.find("differs from its tuner's"), std::string::npos) << a.why;
+  EXPECT_EQ(ticket->rendezvous->verdict().verdict, Verdict::Pending) << "the other communicator was decided for";
+  resetTicketsForTests();
+}
+
 TEST(CommTickets, TheNearestContextSlotPastACommunicatorIsItsOwn) {
   resetTicketsForTests();
   static char structs[3][kContextOffset + 64];
