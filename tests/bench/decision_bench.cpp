@@ -101,7 +101,7 @@ void BM_InterposerFallbackSetUpComm(benchmark::State& state) {
   process.table = &DecisionTable::builtIn();
   Interposer ip(
       nccl, process,
-      [](ncclComm_t, int, int, int) {
+      [](ncclComm_t, int, int, int, void*) {
         auto s = std::make_unique<CommState>();
         s->why = "no P2P";
         return s;
@@ -118,7 +118,7 @@ void BM_InterposerIneligibleDtype(benchmark::State& state) {
   static ProcessContext process;
   process.table = &DecisionTable::builtIn();
   Interposer ip(
-      nccl, process, [](ncclComm_t, int, int, int) { return std::unique_ptr<CommState>(); },
+      nccl, process, [](ncclComm_t, int, int, int, void*) { return std::unique_ptr<CommState>(); },
       [](cudaStream_t) { return std::optional<bool>(false); });
   auto comm = reinterpret_cast<ncclComm_t>(0x1234);
   double buf[4];
