@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "plugin/self_pin.h"
 
+#include <cxxabi.h>
 #include <dlfcn.h>
+
+#include <cstring>
 
 namespace symmem {
 
@@ -20,6 +23,15 @@ bool pinLoadedObject(const void* anyAddressInside, std::string* path, std::strin
     return false;
   }
   return true;
+}
+
+bool carriesItsOwnCxxRuntime(const void* anyAddressInside) {
+  // The address of a C++ runtime function as this object's code sees it: libstdc++.so's where the
+  // runtime is shared, this object's own copy where it was linked in.
+  const void* runtime = reinterpret_cast<const void*>(&abi::__cxa_allocate_exception);
+  Dl_info self{}, owner{};
+  if (!dladdr(anyAddressInside, &self) || !dladdr(runtime, &owner)) return false;
+  return self.dli_fbase == owner.dli_fbase;
 }
 
 }  // namespace symmem

@@ -11,4 +11,10 @@ namespace symmem {
 // Idempotent. False, with `why`, when it cannot: then nothing may be made to point into it.
 bool pinLoadedObject(const void* anyAddressInside, std::string* path, std::string* why);
 
+// Whether the object that holds `anyAddressInside` carries its own copy of the C++ runtime (a
+// toolchain that links libstdc++ statically into shared objects). That runtime's load allocates what
+// no unload frees (libstdc++'s emergency exception pool, 72 KiB with GCC 13), so such an object must
+// not be loaded again and again: it pins itself at its first tuner init (docs/attach.md).
+bool carriesItsOwnCxxRuntime(const void* anyAddressInside);
+
 }  // namespace symmem

@@ -342,6 +342,22 @@ std::string wrongNccl(const symmem::RealNccl& real) {
   return "";
 }
 
+// A plugin built with libstdc++ linked in (some toolchains do that for every shared object) would
+// leave that runtime's load-time allocations behind at every NCCL unload: it stays loaded instead.
+// Changes nothing in libnccl, so SYMMEM_ENABLE=0 does not skip it.
+bool pinIfItCarriesItsOwnCxxRuntime() {
+  if (!symmem::carriesItsOwnCxxRuntime(fn(&pinIfItCarriesItsOwnCxxRuntime))) return false;
+  std::string self, why;
+  if (!symmem::pinLoadedObject(fn(&pinIfItCarriesItsOwnCxxRuntime), &self, &why)) {
+    SYMMEM_INFO(symmem::kLogInit, "this build carries its own C++ runtime and cannot keep itself loaded (%s): each "
+                "reload keeps that runtime's load-time memory (72 KiB with GCC 13)", why.c_str());
+    return false;
+  }
+  SYMMEM_INFO(symmem::kLogInit, "%s carries its own C++ runtime (libstdc++ linked in): kept mapped until the process "
+              "exits, since that runtime's load keeps memory no unload frees", self.c_str());
+  return true;
+}
+
 // At every tuner init: NCCL loaded us only as its tuner, so the application's calls still lead to
 // libnccl. Hook libnccl's entry points (or, failing that, rebind GOT slots) so that the environment
 // variable alone is enough. Returns whether every all-reduce of the process now reaches the plugin
@@ -364,6 +380,8 @@ bool attachOnce(std::string* whyNot) {
     return false;
   };
   if (hooked) return true;
+  static const bool pinnedForItsRuntime = pinIfItCarriesItsOwnCxxRuntime();
+  (void)pinnedForItsRuntime;
   // Off means off: libnccl is left as it is, and the tuner tells this rank's peers to stay on NCCL.
   if (!settings.flag(symmem::SettingId::Enable)) {
     if (!attached) SYMMEM_INFO(symmem::kLogInit, "SYMMEM_ENABLE=0: libnccl left untouched, NCCL's own choices kept");

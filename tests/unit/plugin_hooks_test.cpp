@@ -313,7 +313,8 @@ TEST_F(PluginHooks, AttachOffLeavesCallersAloneAndThePluginUnloadable) {
     CHILD_CHECK(logCount("hooked") == 0, "hooked although SYMMEM_ATTACH=0");
     callEveryEntryPoint(c, false, "attach off");
     t.unload();
-    CHILD_CHECK(!pluginMapped(), "pinned although nothing points into it");
+    // A build with libstdc++ linked in stays loaded for that runtime's sake, and says so (docs/attach.md).
+    CHILD_CHECK(!pluginMapped() || logCount("carries its own C++ runtime") == 1, "pinned although nothing points into it");
     callEveryEntryPoint(c, false, "attach off, unloaded");
   });
   EXPECT_EQ(problems, "");
@@ -395,7 +396,7 @@ TEST_F(PluginGotFallback, DisabledLeavesEveryByteOfLibncclAsItWas) {
     callEveryEntryPoint(c, false, "disabled");
     t.v5->finalize(second);
     t.unload();
-    CHILD_CHECK(!pluginMapped(), "pinned although SYMMEM_ENABLE=0");
+    CHILD_CHECK(!pluginMapped() || logCount("carries its own C++ runtime") == 1, "pinned although SYMMEM_ENABLE=0");
   });
   EXPECT_EQ(problems, "");
 }
