@@ -254,7 +254,8 @@ DecisionTable tableFor(const Settings& settings) {
   if (path.empty() || !settings.flag(SettingId::Enable)) return t;
   TableFileResult file = readTableFile(path);
   if (!file.ok()) {
-    SYMMEM_WARN("%s; using the built-in decision table", file.error.c_str());
+    // Once per process and file: a tool that asks for the table in force more than once says it once.
+    SYMMEM_WARN_ONCE("table:" + path, "%s; using the built-in decision table", file.error.c_str());
     return t;
   }
   applyTableFile(file, t);

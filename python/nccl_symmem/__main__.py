@@ -1,30 +1,41 @@
 # SPDX-License-Identifier: Apache-2.0
-"""python -m nccl_symmem path | env | <tool> [args]
+"""usage: python -m nccl_symmem path | env | enable | <tool> [args]
 
     path              print the plugin's path (for NCCL_TUNER_PLUGIN)
-    env               print the line: export NCCL_TUNER_PLUGIN=<path>
+    env, enable       print the line: export NCCL_TUNER_PLUGIN=<path>
+                      (a command cannot change its shell: eval "$(python -m nccl_symmem enable)")
     info, health, tune, report, bench, report-plots [args]
                       run symmem-<tool> with the arguments; its exit status is this command's
 
 Exit status 2 for a wrong command line (a tool this package does not carry too), 1 when it has no plugin.
 The wheel also puts symmem-info, symmem-health, symmem-tune, symmem-bench and symmem-report on PATH.
 """
+import difflib
 import os
 import sys
 
 import nccl_symmem
 
 
+_COMMANDS = ("path", "env", "enable")
+
+
 def _usage(stream):
     names = ", ".join(nccl_symmem.tools()) or "none in this package"
-    stream.write(__doc__.split("\n\n", 1)[1].rstrip("\n") + f"\n\nTools here: {names}\n")
+    stream.write(__doc__.rstrip("\n") + f"\n\nTools here: {names}\n")
+
+
+def _did_you_mean(command):
+    """' (did you mean X?)' for the nearest command or tool here, or ''."""
+    near = difflib.get_close_matches(command, list(_COMMANDS) + list(nccl_symmem.tools()), n=1, cutoff=0.6)
+    return f" (did you mean {near[0]}?)" if near else ""
 
 
 def _run_tool(name, args):
     try:
         tool = nccl_symmem.tool_path(name)
     except FileNotFoundError as e:
-        print(f"nccl_symmem: {e}", file=sys.stderr)
+        print(f"nccl_symmem: {e}{_did_you_mean(name)}", file=sys.stderr)
         _usage(sys.stderr)
         return 2
     env = dict(os.environ)
@@ -45,12 +56,16 @@ def main(argv):
         _usage(sys.stdout if argv else sys.stderr)
         return 0 if argv else 2
     command, args = argv[0], argv[1:]
-    if command in ("path", "env"):
+    if command in _COMMANDS:
         if args:
             print(f"nccl_symmem: {command} takes no arguments", file=sys.stderr)
             return 2
         try:
             print(nccl_symmem.plugin_path() if command == "path" else nccl_symmem.export_line())
+            if command == "enable" and sys.stdout.isatty():
+                print('nccl_symmem: a command cannot change its shell\'s environment; run: '
+                      'eval "$(python -m nccl_symmem enable)", or call nccl_symmem.enable() in the program',
+                      file=sys.stderr)
         except FileNotFoundError as e:
             print(f"nccl_symmem: {e}", file=sys.stderr)
             return 1

@@ -74,6 +74,25 @@ class Package(unittest.TestCase):
         sh = subprocess.run(["sh", "-c", r.stdout + 'printf %s "$NCCL_TUNER_PLUGIN"'], capture_output=True, text=True)
         self.assertEqual(sh.stdout, self.plugin)
 
+    def test_enable_prints_the_export_line_for_eval(self):
+        r = self.module("enable")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, f"export NCCL_TUNER_PLUGIN={self.plugin}\n")
+
+    def test_help_starts_with_the_usage_line(self):
+        r = self.module("--help")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(r.stdout.startswith("usage: python -m nccl_symmem path | env | enable | <tool> [args]\n"),
+                        r.stdout)
+        self.assertIn("Tools here: info", r.stdout)
+
+    def test_a_near_miss_is_named(self):
+        r = self.module("inof")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("(did you mean info?)", r.stderr)
+        r = self.module("enabel")
+        self.assertIn("(did you mean enable?)", r.stderr)
+
     def test_path_without_a_plugin_fails_naming_it(self):
         os.rename(self.plugin, self.plugin + ".away")
         try:

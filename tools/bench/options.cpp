@@ -45,6 +45,14 @@ std::string parseVariantList(const std::string& flag, const std::string& text, s
 
 }  // namespace
 
+std::string tooFewGpusText(int gpus) {
+  if (gpus <= 0)
+    return "symmem-bench: no NVIDIA GPU on this machine (no /dev/nvidiaN device node); it measures all-reduces "
+           "across 2 or more GPUs";
+  return "symmem-bench: needs at least 2 GPUs, and this machine has " + std::to_string(gpus) +
+         " (--ngpus N sets the count where the device nodes do not show every GPU)";
+}
+
 std::string benchUsage() {
   return "usage: symmem-bench [-b MIN] [-e MAX] [-f FACTOR] [--dtype bf16|fp16|fp32] [--csv PATH]\n"
          "                    [--iters N] [--reps N] [--ngpus N] [--one-shot-max BYTES] [--two-shot-max BYTES]\n"

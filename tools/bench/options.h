@@ -41,4 +41,7 @@ BenchArgsResult parseBenchArgs(const std::vector<std::string>& args);  // args w
 
 std::string benchUsage();
 
+// Why the bench cannot run with `gpus` (fewer than 2) GPUs found, in one line.
+std::string tooFewGpusText(int gpus);
+
 }  // namespace symmem

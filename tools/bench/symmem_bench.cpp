@@ -384,7 +384,7 @@ int main(int argc, char** argv) {
   setenv("NCCL_NVLS_ENABLE", "0", 0);
   const int n = o.nGpus > 0 ? o.nGpus : harness::countGpuDeviceNodes();
   if (n < 2) {
-    std::fprintf(stderr, "symmem-bench: needs at least 2 GPUs (found %d; pass --ngpus)\n", n);
+    std::fprintf(stderr, "%s\n", symmem::tooFewGpusText(n).c_str());
     return 1;
   }
   harness::RankRendezvous* shared = harness::mapRendezvous();

@@ -37,6 +37,11 @@ struct HealthPlan {
 // Every ordered pair of the chosen GPUs (a != b), or the one loopback pair (0, 0) for one GPU.
 HealthPlan planHealth(const Topology& topology, const HealthOptions& options);
 
+// A plan that found no GPU on a machine with `gpuDeviceNodes` NVIDIA device nodes (/dev/nvidiaN):
+// NVML could not see them (not loadable, or failing), so the check could not run (exit 4), where a
+// machine without device nodes has nothing to gain (exit 3). Leaves any other plan as it is.
+void explainNoGpu(HealthPlan* plan, int gpuDeviceNodes);
+
 // The bounded waits of one pair's probe (per direction: 2 checks x 2, the chain, 2 x 2 speeds; the
 // ping-pong's 4): each may take up to the step limit, and the child's limit allows for all of them.
 inline constexpr int kHealthPairWaits = 22;

@@ -16,6 +16,7 @@
 #include "plugin/process.h"
 #include "tools/common/duration_text.h"
 #include "tools/common/output_file.h"
+#include "tools/common/rank_rendezvous.h"
 #include "tools/health/csv.h"
 #include "tools/health/plan.h"
 #include "tools/health/probe.h"
@@ -65,7 +66,9 @@ int judgeRecorded(const HealthOptions& o) {
 int main(int argc, char** argv) {
   const HealthArgsResult parsed = parseHealthArgs(std::vector<std::string>(argv + 1, argv + argc));
   if (!parsed.ok()) {
-    std::fprintf(stderr, "symmem-health: %s\nsymmem-health --help lists the options\n", parsed.error.c_str());
+    std::fprintf(stderr, "symmem-health: %s\n", parsed.error.c_str());
+    if (parsed.error.find("--help") == std::string::npos)
+      std::fprintf(stderr, "symmem-health --help lists the options\n");
     return kUsage;
   }
   const HealthOptions& o = parsed.options;
@@ -82,7 +85,8 @@ int main(int argc, char** argv) {
   if (!o.judge.empty()) return judgeRecorded(o);
 
   const Topology& topology = Process::get().topology();
-  const HealthPlan plan = planHealth(topology, o);
+  HealthPlan plan = planHealth(topology, o);
+  explainNoGpu(&plan, harness::countGpuDeviceNodes());
   if (!plan.ok()) {
     std::fprintf(stderr, "%s\n", plan.error.c_str());
     if (plan.exitCode == 3 && !o.csv.empty()) {

@@ -137,3 +137,9 @@ TEST(TuneOutput, UnwritableOutIsNamedBeforeAnythingRuns) {
 
 }  // namespace
 }  // namespace symmem
+
+TEST(BenchOptions, TooFewGpusSaysWhatThisMachineHas) {
+  EXPECT_EQ(symmem::tooFewGpusText(0).find("found 0"), std::string::npos);
+  EXPECT_NE(symmem::tooFewGpusText(0).find("no NVIDIA GPU on this machine"), std::string::npos);
+  EXPECT_NE(symmem::tooFewGpusText(1).find("needs at least 2 GPUs, and this machine has 1"), std::string::npos);
+}

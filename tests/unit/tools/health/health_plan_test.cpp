@@ -106,6 +106,27 @@ TEST(HealthPlan, OneGpuIsALoopbackAndNoGpuIsNothingToDo) {
   EXPECT_NE(none.error.find("symmem-health: no CUDA GPU found"), std::string::npos) << none.error;
 }
 
+// NVML that cannot see the GPUs whose device nodes exist: the check could not run (4), not "nothing to gain".
+TEST(HealthPlan, NoGpuWhereDeviceNodesExistIsACheckThatCouldNotRun) {
+  HealthPlan none = planHealth(Topology(), parse({}).options);
+  explainNoGpu(&none, 0);
+  EXPECT_EQ(none.exitCode, 3) << none.error;
+  explainNoGpu(&none, 2);
+  EXPECT_EQ(none.exitCode, 4);
+  EXPECT_EQ(none.error.rfind("symmem-health: this machine has 2 NVIDIA device nodes (/dev/nvidiaN), but NVML lists no GPU", 0),
+            0u)
+      << none.error;
+  EXPECT_EQ(none.error.find("nothing to check"), std::string::npos) << none.error;
+  const std::string once = none.error;
+  explainNoGpu(&none, 2);  // a plan already explained stays as it is
+  EXPECT_EQ(none.error, once);
+
+  const Topology topo = load("rtx-pro-6000-server-x8-asus-esc8000a-e13p-broadcom.topo.txt");
+  HealthPlan missing = planHealth(topo, parse({"--gpus", "9"}).options);
+  explainNoGpu(&missing, 8);
+  EXPECT_EQ(missing.exitCode, 2);
+}
+
 TEST(HealthPlan, WorstCaseGrowsWithPairsAndTheStepLimit) {
   const Topology topo = load("rtx-pro-6000-server-x8-asus-esc8000a-e13p-broadcom.topo.txt");
   HealthOptions o = parse({}).options;

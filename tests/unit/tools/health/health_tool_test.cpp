@@ -32,6 +32,12 @@ TEST(HealthTool, UsageAndBadArguments) {
   EXPECT_EQ(bad.exitCode, 2) << bad.out;
   EXPECT_TRUE(has(bad, "symmem-health: bad --timeout-s '0'")) << bad.out;
   EXPECT_TRUE(has(bad, "symmem-health --help lists the options")) << bad.out;
+  // An unknown option's message names --help already: the hint is not said twice.
+  const ToolRun unknown = runHealth("--bogus");
+  EXPECT_EQ(unknown.exitCode, 2) << unknown.out;
+  const size_t hint = unknown.out.find("--help lists the options");
+  ASSERT_NE(hint, std::string::npos) << unknown.out;
+  EXPECT_EQ(unknown.out.find("--help lists the options", hint + 1), std::string::npos) << unknown.out;
   const ToolRun missing = runHealth("--judge /nonexistent/health.csv");
   EXPECT_EQ(missing.exitCode, 2) << missing.out;
   EXPECT_TRUE(has(missing, "symmem-health: cannot read /nonexistent/health.csv")) << missing.out;

@@ -34,5 +34,15 @@ TEST(SymmemInfoCheck, ATableThatCannotBeOpenedIsNamedWithTheReason) {
   EXPECT_TRUE(has(r.out, "/nonexistent/table.txt: cannot open the table file: No such file or directory")) << r.out;
 }
 
+// symmem-info asks for the table in force more than once; the bad file is warned about once.
+TEST(SymmemInfoCheck, ABadTableIsWarnedAboutOnce) {
+  const testing::ToolRun r = testing::runTool(std::string("env -u SYMMEM_TOPO_FILE SYMMEM_TABLE=/nonexistent/table.txt '") +
+                                              SYMMEM_INFO_PATH + "'");
+  const std::string warning = "/nonexistent/table.txt: cannot open the table file: No such file or directory; using";
+  const size_t first = r.out.find(warning);
+  ASSERT_NE(first, std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find(warning, first + 1), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace symmem
