@@ -349,12 +349,16 @@ bool pinIfItCarriesItsOwnCxxRuntime() {
   if (!symmem::carriesItsOwnCxxRuntime(fn(&pinIfItCarriesItsOwnCxxRuntime))) return false;
   std::string self, why;
   if (!symmem::pinLoadedObject(fn(&pinIfItCarriesItsOwnCxxRuntime), &self, &why)) {
-    SYMMEM_INFO(symmem::kLogInit, "this build carries its own C++ runtime and cannot keep itself loaded (%s): each "
-                "reload keeps that runtime's load-time memory (72 KiB with GCC 13)", why.c_str());
+    SYMMEM_INFO(symmem::kLogInit,
+                "this build carries its own C++ runtime and cannot keep itself loaded (%s): each "
+                "reload keeps that runtime's load-time memory (72 KiB with GCC 13)",
+                why.c_str());
     return false;
   }
-  SYMMEM_INFO(symmem::kLogInit, "%s carries its own C++ runtime (libstdc++ linked in): kept mapped until the process "
-              "exits, since that runtime's load keeps memory no unload frees", self.c_str());
+  SYMMEM_INFO(symmem::kLogInit,
+              "%s carries its own C++ runtime (libstdc++ linked in): kept mapped until the process "
+              "exits, since that runtime's load keeps memory no unload frees",
+              self.c_str());
   return true;
 }
 

@@ -314,7 +314,8 @@ TEST_F(PluginHooks, AttachOffLeavesCallersAloneAndThePluginUnloadable) {
     callEveryEntryPoint(c, false, "attach off");
     t.unload();
     // A build with libstdc++ linked in stays loaded for that runtime's sake, and says so (docs/attach.md).
-    CHILD_CHECK(!pluginMapped() || logCount("carries its own C++ runtime") == 1, "pinned although nothing points into it");
+    CHILD_CHECK(!pluginMapped() || logCount("carries its own C++ runtime") == 1,
+                "pinned although nothing points into it");
     callEveryEntryPoint(c, false, "attach off, unloaded");
   });
   EXPECT_EQ(problems, "");

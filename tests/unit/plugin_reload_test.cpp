@@ -15,8 +15,8 @@
 // itself at its first init; nccl-tuner-symmem-own-runtime is the plugin built that way.
 #include <dlfcn.h>
 #include <elf.h>
-#include <link.h>
 #include <gtest/gtest.h>
+#include <link.h>
 
 #include <cstdio>
 #include <cstdlib>

@@ -87,7 +87,8 @@ HealthPair pairFromTopology(const Topology& topo, int a, int b, int posA, int po
 void explainNoGpu(HealthPlan* plan, int gpuDeviceNodes) {
   if (plan->ok() || plan->exitCode != 3 || gpuDeviceNodes <= 0) return;
   const std::string nodes = std::to_string(gpuDeviceNodes) + " NVIDIA device node" + (gpuDeviceNodes == 1 ? "" : "s");
-  plan->error = "symmem-health: this machine has " + nodes + " (/dev/nvidiaN), but NVML lists no GPU: the check could " +
+  plan->error = "symmem-health: this machine has " + nodes +
+                " (/dev/nvidiaN), but NVML lists no GPU: the check could " +
                 "not run (is the driver's libnvidia-ml.so.1 on the loader's path, and does nvidia-smi work?)\n" +
                 plan->error.substr(0, plan->error.find(": nothing to check"));
   plan->exitCode = 4;

@@ -113,7 +113,8 @@ TEST(HealthPlan, NoGpuWhereDeviceNodesExistIsACheckThatCouldNotRun) {
   EXPECT_EQ(none.exitCode, 3) << none.error;
   explainNoGpu(&none, 2);
   EXPECT_EQ(none.exitCode, 4);
-  EXPECT_EQ(none.error.rfind("symmem-health: this machine has 2 NVIDIA device nodes (/dev/nvidiaN), but NVML lists no GPU", 0),
+  EXPECT_EQ(none.error.rfind(
+                "symmem-health: this machine has 2 NVIDIA device nodes (/dev/nvidiaN), but NVML lists no GPU", 0),
             0u)
       << none.error;
   EXPECT_EQ(none.error.find("nothing to check"), std::string::npos) << none.error;

@@ -36,8 +36,8 @@ TEST(SymmemInfoCheck, ATableThatCannotBeOpenedIsNamedWithTheReason) {
 
 // symmem-info asks for the table in force more than once; the bad file is warned about once.
 TEST(SymmemInfoCheck, ABadTableIsWarnedAboutOnce) {
-  const testing::ToolRun r = testing::runTool(std::string("env -u SYMMEM_TOPO_FILE SYMMEM_TABLE=/nonexistent/table.txt '") +
-                                              SYMMEM_INFO_PATH + "'");
+  const testing::ToolRun r = testing::runTool(
+      std::string("env -u SYMMEM_TOPO_FILE SYMMEM_TABLE=/nonexistent/table.txt '") + SYMMEM_INFO_PATH + "'");
   const std::string warning = "/nonexistent/table.txt: cannot open the table file: No such file or directory; using";
   const size_t first = r.out.find(warning);
   ASSERT_NE(first, std::string::npos) << r.out;
