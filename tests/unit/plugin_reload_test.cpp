@@ -102,6 +102,8 @@ TEST(PluginReload, ThreeHundredLoadsWithAttachOffKeepResidentMemoryFlat) {
 // Built with libstdc++ linked in, the plugin stays loaded from its first init on (attach off: nothing
 // else pins it), so that runtime's load-time memory is kept once, not once per reload.
 TEST(PluginReload, ABuildCarryingItsOwnCxxRuntimeStaysLoadedAndFlat) {
+  if (std::string(SYMMEM_OWN_RUNTIME_PLUGIN_PATH).empty())
+    GTEST_SKIP() << "no nccl-tuner-symmem-own-runtime in a sanitizer build";
   ASSERT_FALSE(needsTheSharedCxxRuntime(SYMMEM_OWN_RUNTIME_PLUGIN_PATH)) << "the test's build links libstdc++ in";
   const std::string problems = symmem::testing::runForkedCheck([]() -> std::string {
     setenv("SYMMEM_ATTACH", "0", 1);
