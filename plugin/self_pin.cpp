@@ -4,8 +4,6 @@
 #include <cxxabi.h>
 #include <dlfcn.h>
 
-#include <cstring>
-
 namespace symmem {
 
 bool pinLoadedObject(const void* anyAddressInside, std::string* path, std::string* why) {
