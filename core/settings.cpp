@@ -53,6 +53,12 @@ constexpr SettingSpec kSpecs[] = {
     {SettingId::SharedGpuTest, "SYMMEM_TEST_SHARED_GPU", SettingType::Bool, "0", kNoLimit, kNoLimit, nullptr,
      "For testing only: ranks in separate processes that share one GPU form a symmetric communicator (each with its "
      "own NCCL_HOSTID; tests/multiproc/launch_ranks.py). Holds only when every rank sets it. No latency figures."},
+    {SettingId::Stats, "SYMMEM_STATS", SettingType::Bool, "1", kNoLimit, kNoLimit, nullptr,
+     "Count every all-reduce by route and size, time the symmetric kernels on the GPU, and publish both for "
+     "symmem-stat (docs/live-stats.md). 0: no counters, no file, no timing code runs."},
+    {SettingId::StatsDir, "SYMMEM_STATS_DIR", SettingType::Path, "", kNoLimit, kNoLimit, nullptr,
+     "Directory of the live statistics file (one per process, mode 0600). Unset: /dev/shm. symmem-stat reads the "
+     "same variable."},
 };
 static_assert(std::size(kSpecs) == static_cast<size_t>(SettingId::kCount), "one spec per SettingId");
 

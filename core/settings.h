@@ -27,6 +27,8 @@ enum class SettingId : int {
   P2pCheck,
   LogDetail,
   SharedGpuTest,
+  Stats,
+  StatsDir,
   kCount
 };
 

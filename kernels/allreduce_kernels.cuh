@@ -13,6 +13,7 @@
 //   param_staging.cuh    parameters kept in registers across the programmatic wait
 //   pull_flags.cuh       the pull variants' tile announcements
 //   cost_trace.cuh       benchmark-only timestamps (one-shot push)
+//   kernel_clock.cuh     the GPU's count and time of every execution, for symmem-stat
 #include <cstddef>
 #include <cstdint>
 
@@ -20,6 +21,7 @@
 #include "kernels/cost_trace.cuh"
 #include "kernels/device_view.h"
 #include "kernels/flag_protocol.cuh"
+#include "kernels/kernel_clock.cuh"
 #include "kernels/param_staging.cuh"
 #include "kernels/programmatic_launch.h"
 #include "kernels/pull_allreduce.cuh"
@@ -189,17 +191,22 @@ template <typename T, int OP>
 __global__ void __launch_bounds__(kMaxThreads)
     oneShotAllReduce(const __grid_constant__ DeviceView v, const T* send, T* recv, size_t count, int variant) {
   const bool triggerFirst = (v.costSwitches & kTriggerBeforeWait) != 0u;
+  KernelClock clock(v, clockKind(false, variant), count * sizeof(T));
   if (variant == kPull) {
     programmaticHandshake(triggerFirst);
+    clock.start();
     oneShotPull<T, OP>(v, send, recv, count);
+    clock.stop();
     return;
   }
   const OneShotPlan plan = planOneShot<T>(v, send, recv, count);
   CostTrace<> trace(plan.trace);  // from the staged plan: no read of the parameters after the wait
   trace.mark(kMarkEntry);
   programmaticHandshake(triggerFirst);
+  clock.start();
   trace.mark(kMarkPrevDone);
   oneShotPush<T, OP>(v, plan, variant == kStaged, trace);
+  clock.stop();
 }
 
 // ==================================================================================================
@@ -226,9 +233,11 @@ __global__ void __launch_bounds__(kMaxThreads)
   constexpr int kPeers = N > 0 ? N : kMaxRanks;  // the unrolled peer loops' bound
   const OneShotPlan p = planOneShot<T>(v, send, recv, count);
   const int n = N > 0 ? N : p.nRanks;
+  KernelClock clock(v, clockKind(false, kPush), count * sizeof(T));
   CostTrace<kTraced> trace(p.trace);
   trace.mark(kMarkEntry);
   programmaticHandshake(false);
+  clock.start();
   trace.mark(kMarkPrevDone);
   const T* in = reinterpret_cast<const T*>(p.send);
   const size_t i = threadIdx.x;
@@ -261,6 +270,7 @@ __global__ void __launch_bounds__(kMaxThreads)
     }
   }
   closeRound(st, p.records, p.gridCap, 1, p.block, paddedBytes(p.count * sizeof(T)));
+  clock.stop();
   if (st.aborted) return;
   trace.mark(kMarkEnd);
   trace.store(st.round);
@@ -374,11 +384,14 @@ __device__ __forceinline__ void twoShotPush(const DeviceView& v, const T* send, 
 template <typename T, int OP>
 __global__ void __launch_bounds__(kMaxThreads)
     twoShotAllReduce(const __grid_constant__ DeviceView v, const T* send, T* recv, size_t count, int variant) {
+  KernelClock clock(v, clockKind(true, variant), count * sizeof(T));
   programmaticHandshake((v.costSwitches & kTriggerBeforeWait) != 0u);
+  clock.start();
   if (variant == kPull)
     twoShotPull<T, OP>(v, send, recv, count);
   else
     twoShotPush<T, OP>(v, send, recv, count, variant == kStaged);
+  clock.stop();
 }
 
 }  // namespace symmem::kernels::device

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/call_stats_layout.h"
 #include "kernels/symmetric_layout.h"
 
 namespace symmem::kernels {
@@ -38,6 +39,9 @@ static_assert(sizeof(BlockControl) == 32 && alignof(BlockControl) == 32, "one 32
 struct DeviceControl {
   BlockControl oneShot[kMaxGrid];
   BlockControl twoShot[kMaxGrid];
+  // The running count and GPU time of this rank's executions per kernel kind and size bucket
+  // (kernel_clock.cuh); mirrored into the process's statistics file.
+  stats::KernelEntry stats[stats::kKernelKinds][stats::kBuckets];
   uint32_t aborted;  // set by the first timeout or abort: every later launch exits at once
   uint32_t pad;
 };
@@ -90,6 +94,9 @@ struct DeviceView {
   int gridCap;            // no launch of this comm has more blocks (<= kMaxGrid)
   uint32_t costSwitches;  // CostSwitch bits, 0 outside the benchmark
   uint64_t* trace;        // kTraceCalls x kTraceWords, nullptr outside the benchmark
+  // This communicator's kernel entries in the process's statistics file (mapped pinned host memory,
+  // device address; kernel_clock.cuh), nullptr when not timed (SYMMEM_STATS=0).
+  stats::KernelEntry* statsMirror;
 };
 
 }  // namespace symmem::kernels

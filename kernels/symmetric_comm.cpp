@@ -45,6 +45,18 @@ void SymmetricCommImpl::abort() {
   std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
+bool SymmetricCommImpl::publishKernelStats(stats::KernelEntry* hostMirror) {
+  if (hostMirror == nullptr) return false;
+  const ScopedDevice onDevice(config_.device, ScopedDevice::Switch::WhenOther);
+  void* device = nullptr;
+  if (cudaHostGetDevicePointer(&device, hostMirror, 0) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  view_.statsMirror = static_cast<stats::KernelEntry*>(device);
+  return true;
+}
+
 Status SymmetricComm::recordEvent(cudaEvent_t event, cudaStream_t stream) {
   const ScopedDevice onDevice(config().device, ScopedDevice::Switch::WhenOther);
   if (cudaEventRecord(event, stream) == cudaSuccess) return Status::Ok;
@@ -53,7 +65,7 @@ Status SymmetricComm::recordEvent(cudaEvent_t event, cudaStream_t stream) {
 }
 
 Status SymmetricCommImpl::allReduce(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op,
-                                    KernelChoice kernel, cudaStream_t stream) {
+                                    KernelChoice kernel, cudaStream_t stream, bool* captured) {
   // The caller says it (one WARN, naming waitedRank()): the interposer, or a tool.
   if (deviceStatus() != Status::Ok) return Status::PeerTimeout;
   const size_t elemBytes = dataTypeSize(dtype);
@@ -62,7 +74,7 @@ Status SymmetricCommImpl::allReduce(const void* send, void* recv, size_t count, 
   const bool twoShot = kernel.algorithm == Algorithm::TwoShot;
   if (twoShot ? !twoShotFits(view_.layout, bytes) : !oneShotFits(view_.layout, bytes)) return Status::Unsupported;
 
-  const cudaError_t err = launchInCallOrder(send, recv, count, dtype, op, kernel, stream);
+  const cudaError_t err = launchInCallOrder(send, recv, count, dtype, op, kernel, stream, captured);
   if (err != cudaSuccess) {
     SYMMEM_WARN("symmetric all-reduce: kernel launch failed on rank %d: %s", config_.rank, cudaGetErrorString(err));
     return Status::CudaError;

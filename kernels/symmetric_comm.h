@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "core/call_stats_layout.h"
 #include "core/collective.h"
 #include "core/sym_variant.h"
 
@@ -81,11 +82,21 @@ class SymmetricComm {
   virtual void abort() = 0;
 
   // Enqueues the all-reduce on `stream` (graph capture safe: all per-call state lives on the device).
+  // `captured` (when given): set to whether the call was captured into a graph rather than launched.
   virtual Status allReduce(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op, KernelChoice kernel,
-                           cudaStream_t stream) = 0;
+                           cudaStream_t stream, bool* captured = nullptr) = 0;
   // Records `event` on `stream` (cudaEventRecord), after the all-reduce just enqueued there: a call's
   // launch-completion event (NCCL 2.32's ncclAllReduceConfig). CudaError when the record fails.
   virtual Status recordEvent(cudaEvent_t event, cudaStream_t stream);
+
+  // From now on every kernel execution of this communicator adds itself to `hostMirror` (its
+  // kKernelKinds x kBuckets entries, in pinned host memory mapped for the device: cudaHostRegister with
+  // cudaHostRegisterMapped | cudaHostRegisterPortable), kernels/kernel_clock.cuh. Before the first call
+  // only (the launches read it unlocked). False, and nothing timed, when the memory is not mapped.
+  virtual bool publishKernelStats(stats::KernelEntry* hostMirror) {
+    (void)hostMirror;
+    return false;
+  }
 
   // The first error a kernel recorded (timeout), if any; cleared by nothing: the path stays off. A
   // plain read of host memory: cheap, no CUDA call, safe from any thread.

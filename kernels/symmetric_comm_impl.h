@@ -27,7 +27,8 @@ class SymmetricCommImpl final : public SymmetricComm {
   bool setup(const AllGatherFn& allGather, std::string* why);
 
   Status allReduce(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op, KernelChoice kernel,
-                   cudaStream_t stream) override;
+                   cudaStream_t stream, bool* captured) override;
+  bool publishKernelStats(stats::KernelEntry* hostMirror) override;
   void abort() override;
   Status deviceStatus() const override;
   int waitedRank() const override;
@@ -51,7 +52,7 @@ class SymmetricCommImpl final : public SymmetricComm {
   // The launch in call order (symmetric_order.cpp): after every earlier call of this communicator,
   // eager or captured, whatever its stream; then the serial event records this call.
   cudaError_t launchInCallOrder(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op,
-                                KernelChoice kernel, cudaStream_t stream);
+                                KernelChoice kernel, cudaStream_t stream, bool* captured);
   cudaError_t launchKernel(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op, KernelChoice kernel,
                            cudaStream_t stream);
   cudaError_t launchEager(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op, KernelChoice kernel,

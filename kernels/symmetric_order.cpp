@@ -35,13 +35,15 @@ cudaError_t SymmetricCommImpl::launchKernel(const void* send, void* recv, size_t
 }
 
 cudaError_t SymmetricCommImpl::launchInCallOrder(const void* send, void* recv, size_t count, DataType dtype,
-                                                 ReduceOp op, KernelChoice kernel, cudaStream_t stream) {
+                                                 ReduceOp op, KernelChoice kernel, cudaStream_t stream,
+                                                 bool* captured) {
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   unsigned long long captureId = 0;
   cudaGraph_t graph = nullptr;
   cudaError_t err = cudaStreamGetCaptureInfo(stream, &capture, &captureId, &graph);
   if (err != cudaSuccess) return err;
   if (capture == cudaStreamCaptureStatusInvalidated) return cudaErrorStreamCaptureInvalidated;
+  if (captured != nullptr) *captured = capture != cudaStreamCaptureStatusNone;
   const ScopedDevice onDevice(config_.device, ScopedDevice::Switch::WhenOther);
   const std::lock_guard<std::mutex> lock(orderMutex_);
   if (capture == cudaStreamCaptureStatusNone) return launchEager(send, recv, count, dtype, op, kernel, stream);

@@ -60,6 +60,7 @@ void Interposer::forget(ncclComm_t comm, bool abort) {
   std::shared_ptr<CommState> gone;
   {
     std::unique_lock lock(mutex_);
+    early_.erase(comm);  // counters of a communicator never set up: its summary line
     auto it = comms_.find(comm);
     if (it == comms_.end()) return;
     gone = std::move(it->second);
@@ -187,9 +188,88 @@ std::shared_ptr<CommState> Interposer::setUp(ncclComm_t comm, cudaStream_t strea
       SYMMEM_NOTICE_ONCE("stays:" + state->why, "all-reduces stay on NCCL on a %d-rank communicator: %s", mine.nRanks,
                          state->why.c_str());
   }
+  attachCounters(comm, *state, mine.nRanks);
   std::unique_lock lock(mutex_);
   auto [it, inserted] = comms_.emplace(comm, std::move(state));
   return it->second;
+}
+
+void Interposer::attachCounters(ncclComm_t comm, CommState& state, int nRanks) {
+  if (!stats_) return;
+  try {
+    std::unique_ptr<CommCounters> counters;
+    {
+      std::unique_lock lock(mutex_);
+      if (auto it = early_.find(comm); it != early_.end()) {
+        counters = std::move(it->second);
+        early_.erase(it);
+      }
+    }
+    if (!counters) counters = stats_->lease(comm);
+    std::string path;
+    if (state.ready) {
+      const Thresholds* e = state.entry;
+      path = "symmetric (cc " + state.facts.cc.str() + ", link " + std::string(linkClassName(state.facts.link)) +
+             ", one-shot <= " + formatBytes(e ? e->oneShotMaxBytes : 0) +
+             ", two-shot <= " + formatBytes(e ? e->twoShotMaxBytes : 0) + ")";
+    } else {
+      path = "NCCL: " + state.why;
+    }
+    counters->describe(state.rank, nRanks, state.device, state.ready, path);
+    if (state.ready && state.symmetric) {
+      stats::KernelEntry* mirror = counters->gpuMirror();
+      if (mirror != nullptr && state.symmetric->publishKernelStats(mirror)) counters->markGpuTimed();
+    }
+    state.counters = std::move(counters);
+  } catch (const std::exception& e) {
+    SYMMEM_WARN_ONCE("stats-attach", "counting the calls of comm %p failed (%s): it is not counted",
+                     static_cast<void*>(comm), e.what());
+  }
+}
+
+CommCounters* Interposer::earlyCounters(ncclComm_t comm) {
+  {
+    std::shared_lock lock(mutex_);
+    if (auto it = early_.find(comm); it != early_.end()) return it->second.get();
+  }
+  std::unique_ptr<CommCounters> made = stats_->lease(comm);
+  int rank = -1, nRanks = 0, device = -1;
+  if (nccl_.commUserRank(comm, &rank) != ncclSuccess) rank = -1;
+  if (nccl_.commCount(comm, &nRanks) != ncclSuccess) nRanks = 0;
+  if (nccl_.commCuDevice(comm, &device) != ncclSuccess) device = -1;
+  made->describe(rank, nRanks, device, false, "NCCL: not set up yet (its first eligible all-reduce sets it up)");
+  std::unique_lock lock(mutex_);
+  auto [it, inserted] = early_.emplace(comm, std::move(made));
+  return it->second.get();
+}
+
+void Interposer::countCall(const AllReduceCall& c, CommState* state, stats::Route route, std::optional<bool> captured) {
+  if (!stats_) return;
+  try {
+    CommCounters* counters = state != nullptr ? state->counters.get() : earlyCounters(c.comm);
+    if (counters == nullptr) return;
+    if (!captured) captured = captureState(c.stream).value_or(false);
+    counters->count(route, static_cast<uint64_t>(c.count) * dataTypeSize(c.dtype), *captured);
+  } catch (...) {
+    // Counting never changes what the call does.
+  }
+}
+
+void Interposer::atExit() {
+  if (!stats_) return;
+  try {
+    std::shared_lock lock(mutex_);
+    auto say = [](ncclComm_t comm, const CommCounters& k) {
+      SYMMEM_INFO(kLogInit | kLogColl, "comm %p rank %d/%d at exit: %s", static_cast<void*>(comm), k.slot().rank,
+                  k.slot().nRanks, k.summary().c_str());
+    };
+    for (const auto& [comm, state] : comms_)
+      if (state && state->counters) say(comm, *state->counters);
+    for (const auto& [comm, counters] : early_)
+      if (counters) say(comm, *counters);
+  } catch (...) {
+  }
+  stats_->removeFile();
 }
 
 ncclResult_t Interposer::forward(const AllReduceCall& c) const {
@@ -220,17 +300,22 @@ ncclResult_t Interposer::allReduceConfig(const void* sendbuff, void* recvbuff, s
   if (!verdict.symmetricAllowed) {
     SYMMEM_TRACE(kLogColl, "allreduce with a configuration (%s) on comm %p: NCCL", verdict.why,
                  static_cast<void*>(comm));
+    countCall(c, find(comm).get(), stats::Route::NcclConfig);
     return forward(c);
   }
   return route(c);
 }
 
-std::optional<kernels::KernelChoice> Interposer::symmetricChoice(const AllReduceCall& c, const CommState& state) const {
+std::optional<kernels::KernelChoice> Interposer::symmetricChoice(const AllReduceCall& c, const CommState& state,
+                                                                 stats::Route* nccl) const {
   const DataType dtype = c.dtype;
   const ReduceOp rop = c.rop;
   const CollRequest request{Collective::AllReduce, rop, dtype, static_cast<uint64_t>(c.count) * dataTypeSize(dtype)};
   const Decision d = decide(request, state.facts, state.entry, process_.policy);
-  if (!d.symmetric()) return std::nullopt;
+  if (!d.symmetric()) {
+    if (nccl != nullptr) *nccl = d.path == Path::NcclTuned ? stats::Route::NcclTuned : stats::Route::NcclTable;
+    return std::nullopt;
+  }
   return kernels::KernelChoice(d.path == Path::SymOneShot ? kernels::Algorithm::OneShot : kernels::Algorithm::TwoShot,
                                d.variant);
 }
@@ -241,7 +326,10 @@ ncclResult_t Interposer::route(const AllReduceCall& c) {
   // Whether a call can start setup depends on the call only, never on this rank's settings: a rank
   // with the path off still takes part in the setup vote, so that every rank posts the same
   // collectives (setup_vote.h).
-  if (c.count == 0 || !symmetricSupports(dtype, rop)) return forward(c);
+  if (c.count == 0 || !symmetricSupports(dtype, rop)) {
+    countCall(c, find(c.comm).get(), stats::Route::NcclTypeOrOp);
+    return forward(c);
+  }
   if (inGroup()) return hold(c);
 
   // A failure before the point of no return goes on to the entry point, which hands the call to NCCL
@@ -250,9 +338,16 @@ ncclResult_t Interposer::route(const AllReduceCall& c) {
   try {
     std::shared_ptr<CommState> state = find(c.comm);
     if (state == nullptr) state = setUp(c.comm, c.stream);
-    if (state == nullptr || !state->ready) return forward(c);
-    const std::optional<kernels::KernelChoice> kernel = symmetricChoice(c, *state);
-    if (!kernel) return forward(c);
+    if (state == nullptr || !state->ready) {
+      countCall(c, state.get(), state == nullptr ? stats::Route::NcclBeforeSetup : stats::Route::NcclPathOff);
+      return forward(c);
+    }
+    stats::Route nccl = stats::Route::NcclTable;
+    const std::optional<kernels::KernelChoice> kernel = symmetricChoice(c, *state, &nccl);
+    if (!kernel) {
+      countCall(c, state.get(), nccl);
+      return forward(c);
+    }
     return launch(c, *state, *kernel);
   } catch (const std::exception& e) {
     if (!point.passed()) throw;
@@ -290,8 +385,19 @@ ncclResult_t Interposer::launch(const AllReduceCall& c, CommState& state, kernel
   // The peers launch the same kernel and wait for this rank's: whatever fails from here on, the call
   // is not handed to NCCL as well.
   PointOfNoReturn::pass();
+  bool captured = false;
   const kernels::Status status =
-      state.symmetric->allReduce(c.sendbuff, c.recvbuff, c.count, dtype, rop, kernel, c.stream);
+      state.symmetric->allReduce(c.sendbuff, c.recvbuff, c.count, dtype, rop, kernel, c.stream, &captured);
+  if (state.counters) {
+    const uint64_t bytes = static_cast<uint64_t>(c.count) * dataTypeSize(dtype);
+    const stats::Route route =
+        status == kernels::Status::Ok
+            ? static_cast<stats::Route>(
+                  stats::kernelKind(kernel.algorithm == kernels::Algorithm::TwoShot, static_cast<int>(kernel.variant)))
+        : status == kernels::Status::Unsupported ? stats::Route::NcclKernelDeclined
+                                                 : stats::Route::Failed;
+    state.counters->count(route, bytes, captured);
+  }
   switch (status) {
     case kernels::Status::Ok:
       // The completion event follows the kernel on its stream; a failed record is this call's CUDA

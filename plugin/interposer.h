@@ -22,6 +22,7 @@
 #include "core/decision.h"
 #include "core/log.h"
 #include "kernels/symmetric_comm.h"
+#include "plugin/call_stats.h"
 #include "plugin/nccl_real.h"
 #include "plugin/process_context.h"
 
@@ -32,6 +33,9 @@ struct CommState {
   bool ready = false;                 // false: every call on this communicator goes to NCCL
   CommFacts facts;                    // agreed across ranks
   const Thresholds* entry = nullptr;  // the table entry for those facts
+  // Its counts (null with SYMMEM_STATS=0). Declared before `symmetric`, so it ends after the kernels
+  // have: the summary line then holds the last GPU times, and no kernel writes a slot handed on.
+  std::unique_ptr<CommCounters> counters;
   std::unique_ptr<kernels::SymmetricComm> symmetric;
   std::string why;  // why the path is on or off (logged once)
   int rank = 0;
@@ -140,6 +144,15 @@ class Interposer {
   ncclResult_t groupSimulateEnd(ncclSimInfo_t* simInfo);
 
   size_t liveCommunicators() const;
+  // Counting every call (plugin/call_stats.h), from now on; set before the first call.
+  void enableStats(std::unique_ptr<CallStats> stats) { stats_ = std::move(stats); }
+  CallStats* callStats() const { return stats_.get(); }
+  // At process exit: the summary line of every communicator still alive, then the statistics file goes.
+  void atExit();
+  // In a forked child: the statistics file is the parent's.
+  void statsAfterFork() {
+    if (stats_) stats_->detachInForkedChild();
+  }
   // Around fork (pthread_atfork): a child must not inherit the communicator table's lock held by a
   // thread it does not have. The plugin's one interposer registers them (plugin/process.cpp).
   void lockForFork() { mutex_.lock(); }
@@ -153,8 +166,17 @@ class Interposer {
   struct HeldAllReduce;
   ncclResult_t forward(const AllReduceCall& c) const;
   ncclResult_t route(const AllReduceCall& c);
-  // The kernel the table picks for this call on a set-up communicator, or nullopt (NCCL's call).
-  std::optional<kernels::KernelChoice> symmetricChoice(const AllReduceCall& c, const CommState& state) const;
+  // The kernel the table picks for this call on a set-up communicator, or nullopt (NCCL's call);
+  // `nccl`: which NCCL route the call then takes (a band of the table, or NCCL untouched).
+  std::optional<kernels::KernelChoice> symmetricChoice(const AllReduceCall& c, const CommState& state,
+                                                       stats::Route* nccl = nullptr) const;
+  // Counts the call (plugin/call_stats.h): on `state`'s counters, or, before the communicator is set
+  // up (state null), on counters kept for it until then. `captured`: nullopt asks the stream.
+  void countCall(const AllReduceCall& c, CommState* state, stats::Route route,
+                 std::optional<bool> captured = std::nullopt);
+  CommCounters* earlyCounters(ncclComm_t comm);
+  // The counters a new state takes over: those kept since the communicator's first call, or new ones.
+  void attachCounters(ncclComm_t comm, CommState& state, int nRanks);
   // Launches the symmetric kernel, then records the call's completion event after it; a call the
   // kernels cannot take goes to NCCL. Passes the point of no return first.
   ncclResult_t launch(const AllReduceCall& c, CommState& state, kernels::KernelChoice kernel);
@@ -193,10 +215,13 @@ class Interposer {
   // Communicators aborted while their setup waits in the agreement: the wait ends at once.
   mutable std::mutex abortMutex_;
   std::vector<ncclComm_t> aborted_;
+  std::unique_ptr<CallStats> stats_;  // before the states, which hold leases on its slots
   mutable std::shared_mutex mutex_;
   // shared_ptr: a call in flight on one thread keeps the state alive while another thread (a watchdog
   // calling ncclCommAbort, say) drops it.
   std::unordered_map<ncclComm_t, std::shared_ptr<CommState>> comms_;
+  // Counters of communicators met before their setup (calls NCCL took), handed to their state at setup.
+  std::unordered_map<ncclComm_t, std::unique_ptr<CommCounters>> early_;
 };
 
 // The real steps: the exchange buffers (prepare), the host-local agreement (agree), then the facts

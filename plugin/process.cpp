@@ -109,10 +109,18 @@ Interposer& Process::interposer() {
     RealNccl& real = nccl();
     reachable_.store(true, std::memory_order_release);  // an entry point was called: it may be called again
     interposer_ = std::make_unique<Interposer>(real, context_, symmetricSetupSteps(real, context_));
-    // A forked child calls NCCL through the hooks too: the lock it needs is never inherited held.
+    if (settings_.flag(SettingId::Stats) && settings_.flag(SettingId::Enable))
+      interposer_->enableStats(CallStats::open(settings_.text(SettingId::StatsDir)));
+    // A forked child calls NCCL through the hooks too: the lock it needs is never inherited held. Its
+    // counts go to memory of its own: the statistics file is its parent's.
     pthread_atfork([] { Process::get().interposer_->lockForFork(); },
                    [] { Process::get().interposer_->unlockAfterFork(); },
-                   [] { Process::get().interposer_->renewAfterFork(); });
+                   [] {
+                     Process::get().interposer_->renewAfterFork();
+                     Process::get().interposer_->statsAfterFork();
+                   });
+    // Each live communicator's summary line, and no statistics file left behind.
+    std::atexit([] { Process::get().interposer_->atExit(); });
   });
   return *interposer_;
 }

@@ -11,8 +11,11 @@
 //                      [--paths one-shot-push,...,nccl-1rank] [--sizes 8,64,...] [--graph-only] [--timeout-ms MS]
 //                      [--switches trigger-before-wait,record-every-call,seq-cst-announce,generic-one-block,
 //                                 small-push-any-ranks] [--trace FILE]
-//                      [--eager-unbounded]
+//                      [--eager-unbounded] [--stats]
 //
+// --stats runs every ordered symmetric row again with the live statistics on (rows named "+stats"):
+// the GPU's count and time of each execution (kernels/kernel_clock.cuh) and the host's count of each
+// call (plugin/call_stats.h, as the interposer does it), so that one run measures their cost.
 // --switches runs the earlier forms of the per-call path (SymmetricConfig::costSwitches), so that one
 // binary measures before and after. --trace FILE takes the one-shot push graph rows apart with the
 // kernel's own timestamps (cost_trace.cuh) and writes the means per rank and size to FILE.
@@ -39,6 +42,7 @@
 #include "kernels/device_view.h"
 #include "kernels/programmatic_launch.h"
 #include "kernels/symmetric_comm.h"
+#include "plugin/call_stats.h"
 #include "tests/bench/bench_cuda_check.h"
 #include "tests/gpu/rank_harness.h"
 
@@ -54,19 +58,21 @@ using symmem::kernels::SymmetricConfig;
 using symmem::testing::ShmAllGather;
 
 struct Options {
-  std::vector<int> ranks = {2, 4, 8};
-  int calls = 64, replays = 50, repeats = 7;
-  std::string csv = "floor.csv";
-  bool programmatic = true;  // --no-programmatic: launch without programmatic stream serialization
-  std::string paths;         // --paths one-shot-push,two-shot-pull,...: only those (default: all)
-  std::vector<int> sizes = {8, 64, 512, 4096, 16384, 65536};
-  bool eager = true;            // --graph-only: no eager runs
-  bool eagerUnbounded = false;  // --eager-unbounded: no bound on the eager calls in flight (timeCalls)
-  int64_t timeoutMs = 20000;
-  uint32_t switches = 0;  // --switches: CostSwitch bits
-  std::string switchNames = "none";
-  std::string trace;  // --trace FILE: per-mark means of the one-shot push graph rows
+  std::vector<int> ranks = {
+      2, 4, 8 bool stats = false;  // --stats: the ordered symmetric rows again with the live statistics on
 };
+int calls = 64, replays = 50, repeats = 7;
+std::string csv = "floor.csv";
+bool programmatic = true;  // --no-programmatic: launch without programmatic stream serialization
+std::string paths;         // --paths one-shot-push,two-shot-pull,...: only those (default: all)
+std::vector<int> sizes = {8, 64, 512, 4096, 16384, 65536};
+bool eager = true;            // --graph-only: no eager runs
+bool eagerUnbounded = false;  // --eager-unbounded: no bound on the eager calls in flight (timeCalls)
+int64_t timeoutMs = 20000;
+uint32_t switches = 0;  // --switches: CostSwitch bits
+std::string switchNames = "none";
+std::string trace;  // --trace FILE: per-mark means of the one-shot push graph rows
+};                  // namespace
 
 struct Stat {
   double median = 0, min = 0, max = 0;
@@ -326,9 +332,16 @@ void ncclOneRank(const Options& o) {
   ncclCommDestroy(comm);
 }
 
-void symmetric(int n, const Options& o, bool ordered, double emptyGraphUs, double emptyEagerUs) {
+void symmetric(int n, const Options& o, bool ordered, double emptyGraphUs, double emptyEagerUs, bool withStats) {
   ShmAllGather shm(n, 4096, 60000);
   std::vector<std::unique_ptr<SymmetricComm>> comms(n);
+  // With statistics: the plugin's own counters, one lease per rank, as the interposer holds them.
+  std::unique_ptr<symmem::CallStats> callStats;
+  std::vector<std::unique_ptr<symmem::CommCounters>> counters(n);
+  if (withStats) {
+    callStats = std::make_unique<symmem::CallStats>(symmem::stats::WrittenSegment::createPrivate("bench", "0"));
+    for (int r = 0; r < n; ++r) counters[r] = callStats->lease(nullptr);
+  }
   std::vector<float*> in(n), out(n);
   std::vector<uint64_t*> traces(n, nullptr);
   std::vector<std::thread> setup;
@@ -357,6 +370,9 @@ void symmetric(int n, const Options& o, bool ordered, double emptyGraphUs, doubl
       if (!comms[r]) {
         std::fprintf(stderr, "rank %d: %s\n", r, why.c_str());
         failed += 1;
+      } else if (withStats && !comms[r]->publishKernelStats(counters[r]->gpuMirror())) {
+        std::fprintf(stderr, "rank %d: the statistics could not be mapped for the GPU\n", r);
+        failed += 1;
       }
       BENCH_CHECK_CUDA(cudaMalloc(&in[r], 64 << 10));
       BENCH_CHECK_CUDA(cudaMalloc(&out[r], 64 << 10));
@@ -375,8 +391,18 @@ void symmetric(int n, const Options& o, bool ordered, double emptyGraphUs, doubl
                         {"two-shot push", {Algorithm::TwoShot, SymVariant::Push}},
                         {"two-shot pull", {Algorithm::TwoShot, SymVariant::Pull}},
                         {"two-shot staged", {Algorithm::TwoShot, SymVariant::Staged}}};
+  // One call as the interposer makes it: the launch, then (with statistics) the host's count.
+  auto call = [&](int r, cudaStream_t s, const KernelChoice& kernel, size_t bytes) {
+    bool captured = false;
+    comms[r]->allReduce(in[r], out[r], bytes / 4, DataType::Float32, ReduceOp::Sum, kernel, s, &captured);
+    if (withStats)
+      counters[r]->count(static_cast<symmem::stats::Route>(symmem::stats::kernelKind(
+                             kernel.algorithm == Algorithm::TwoShot, static_cast<int>(kernel.variant))),
+                         bytes, captured);
+  };
   for (const Path& p : paths) {
     std::string key = p.name;
+    const std::string name = std::string(p.name) + (withStats ? "+stats" : "");
     std::replace(key.begin(), key.end(), ' ', '-');
     if (!o.paths.empty() && ("," + o.paths + ",").find("," + key + ",") == std::string::npos) continue;
     for (const bool graph : {true, false}) {
@@ -385,23 +411,15 @@ void symmetric(int n, const Options& o, bool ordered, double emptyGraphUs, doubl
         const auto bytes = static_cast<size_t>(size);
         std::vector<double> hostUs;
         const auto us = timeCalls(
-            n, o, graph, shm,
-            [&](int r, cudaStream_t s) {
-              comms[r]->allReduce(in[r], out[r], bytes / 4, DataType::Float32, ReduceOp::Sum, p.kernel, s);
-            },
-            &hostUs);
-        emit({n, p.name, graph ? "graph" : "eager", ordered, bytes, statOf(us)}, graph ? emptyGraphUs : emptyEagerUs);
+            n, o, graph, shm, [&](int r, cudaStream_t s) { call(r, s, p.kernel, bytes); }, &hostUs);
+        emit({n, name, graph ? "graph" : "eager", ordered, bytes, statOf(us)}, graph ? emptyGraphUs : emptyEagerUs);
         if (!graph) {
-          emit({n, p.name, "host", ordered, bytes, statOf(hostUs)}, 0);
-          emit({n, p.name, "host-1-thread", ordered, bytes,
-                statOf(oneThreadHostUs(n, o,
-                                       [&](int r, cudaStream_t s) {
-                                         comms[r]->allReduce(in[r], out[r], bytes / 4, DataType::Float32, ReduceOp::Sum,
-                                                             p.kernel, s);
-                                       }))},
+          emit({n, name, "host", ordered, bytes, statOf(hostUs)}, 0);
+          emit({n, name, "host-1-thread", ordered, bytes,
+                statOf(oneThreadHostUs(n, o, [&](int r, cudaStream_t s) { call(r, s, p.kernel, bytes); }))},
                0);
         }
-        if (graph && !o.trace.empty() && key == "one-shot-push") writeTrace(n, bytes, traces, o.calls);
+        if (graph && !o.trace.empty() && key == "one-shot-push" && !withStats) writeTrace(n, bytes, traces, o.calls);
       }
     }
   }
@@ -532,6 +550,8 @@ int main(int argc, char** argv) {
     } else if (a == "--trace" && next) {
       o.trace = next;
       ++i;
+    } else if (a == "--stats") {
+      o.stats = true;
     } else if (a == "--no-programmatic") {
       o.programmatic = false;
     } else if (a == "--csv" && next) {
@@ -542,7 +562,7 @@ int main(int argc, char** argv) {
           stderr,
           "usage: %s [--ranks 2,4,8] [--calls 64] [--replays 50] [--repeats 7] [--no-programmatic] [--csv FILE] "
           "[--paths LIST] [--sizes LIST] [--graph-only] [--timeout-ms MS] [--switches LIST] [--trace FILE] "
-          "[--eager-unbounded]\n",
+          "[--eager-unbounded] [--stats]\n",
           argv[0]);
       return 2;
     }
@@ -616,7 +636,10 @@ int main(int argc, char** argv) {
     emit({n, "empty-kernel", "graph", false, 0, emptyGraph}, emptyGraph.median);
     emit({n, "empty-kernel-programmatic", "graph", false, 0, emptyProgrammatic}, emptyGraph.median);
     emit({n, "empty-kernel", "eager", false, 0, emptyEager}, emptyEager.median);
-    for (const bool ordered : {true, false}) symmetric(n, o, ordered, emptyGraph.median, emptyEager.median);
+    for (const bool ordered : {true, false}) {
+      symmetric(n, o, ordered, emptyGraph.median, emptyEager.median, false);
+      if (ordered && o.stats) symmetric(n, o, ordered, emptyGraph.median, emptyEager.median, true);
+    }
   }
   std::fclose(gCsv);
   if (gTrace) std::fclose(gTrace);

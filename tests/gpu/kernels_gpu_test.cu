@@ -603,6 +603,102 @@ TEST(KernelsGpu, CallsOnTwoStreamsRunInOrder) {
   EXPECT_EQ(report, "");
 }
 
+// The GPU's own count and time of every execution (kernels/kernel_clock.cuh), as symmem-stat reads
+// them: a graph of 64 calls (32 one-shot push of 4 KiB, 32 two-shot pull of 64 KiB) replayed 50 times
+// is 3,200 executions per rank, each in its kind and size bucket. The sum of the kernels' GPU times
+// cannot exceed the replays' elapsed time (a communicator's calls never overlap), and each time lies
+// between its entry's min and max. Ranks as processes sharing GPU 0 where there is one GPU.
+TEST(KernelsGpu, TheGpuCountsAndTimesEveryExecution) {
+  SKIP_WITHOUT_GPUS(1);
+  ShmAllGather shm(2, 4096);
+  const std::string report = testing::runForked(2, 240, [&](int rank) {
+    RankFailures f{rank};
+    RankSetup s = rankOnOwnGpu(rank, shm);
+    CUDA_OK(f, cudaSetDevice(s.device));
+    constexpr int kCalls = 64, kReplays = 50;
+    constexpr size_t kSmall = 1024, kLarge = 16384;  // floats: 4 KiB and 64 KiB
+    stats::KernelEntry* mirror = nullptr;
+    CUDA_OK(f, cudaHostAlloc(&mirror, sizeof(stats::KernelEntry) * stats::kKernelKinds * stats::kBuckets,
+                             cudaHostAllocMapped | cudaHostAllocPortable));
+    std::memset(mirror, 0, sizeof(stats::KernelEntry) * stats::kKernelKinds * stats::kBuckets);
+    std::string why;
+    auto comm = makeComm(s, &why);
+    if (!comm) {
+      f.fail("create failed: %s", why.c_str());
+      return f.count;
+    }
+    RANK_CHECK(f, comm->publishKernelStats(mirror), "the mirror could not be mapped for the device");
+    cudaStream_t stream;
+    CUDA_OK(f, cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    float* buf = nullptr;
+    CUDA_OK(f, cudaMalloc(&buf, kLarge * sizeof(float)));
+    CUDA_OK(f, cudaMemset(buf, 0, kLarge * sizeof(float)));
+    cudaGraph_t graph;
+    CUDA_OK(f, cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    for (int c = 0; c < kCalls; ++c) {
+      const bool large = c % 2 == 1;
+      bool captured = false;
+      const Status st = comm->allReduce(buf, buf, large ? kLarge : kSmall, DataType::Float32, ReduceOp::Sum,
+                                        large ? KernelChoice(Algorithm::TwoShot, SymVariant::Pull)
+                                              : KernelChoice(Algorithm::OneShot, SymVariant::Push),
+                                        stream, &captured);
+      RANK_CHECK(f, st == Status::Ok && captured, "call %d: %s, captured %d", c, statusName(st), captured ? 1 : 0);
+    }
+    CUDA_OK(f, cudaStreamEndCapture(stream, &graph));
+    cudaGraphExec_t exec;
+    CUDA_OK(f, cudaGraphInstantiate(&exec, graph, 0));
+    cudaEvent_t begin, end;
+    CUDA_OK(f, cudaEventCreate(&begin));
+    CUDA_OK(f, cudaEventCreate(&end));
+    shm.barrier(rank);
+    CUDA_OK(f, cudaEventRecord(begin, stream));
+    for (int i = 0; i < kReplays; ++i) CUDA_OK(f, cudaGraphLaunch(exec, stream));
+    CUDA_OK(f, cudaEventRecord(end, stream));
+    CUDA_OK(f, cudaStreamSynchronize(stream));
+    float ms = 0;
+    CUDA_OK(f, cudaEventElapsedTime(&ms, begin, end));
+    RANK_CHECK(f, comm->deviceStatus() == Status::Ok, "deviceStatus %s", statusName(comm->deviceStatus()));
+    const stats::KernelEntry& small = mirror[stats::kernelKind(false, 0) * stats::kBuckets + stats::sizeBucket(4096)];
+    const stats::KernelEntry& large = mirror[stats::kernelKind(true, 1) * stats::kBuckets + stats::sizeBucket(65536)];
+    uint64_t everywhere = 0, sumNs = 0;
+    for (int i = 0; i < stats::kKernelKinds * stats::kBuckets; ++i) {
+      everywhere += mirror[i].count;
+      sumNs += mirror[i].sumNs;
+    }
+    RANK_CHECK(f, small.count == kCalls / 2 * kReplays, "one-shot push 4 KiB: %llu executions, expected %d",
+               static_cast<unsigned long long>(small.count), kCalls / 2 * kReplays);
+    RANK_CHECK(f, large.count == kCalls / 2 * kReplays, "two-shot pull 64 KiB: %llu executions, expected %d",
+               static_cast<unsigned long long>(large.count), kCalls / 2 * kReplays);
+    RANK_CHECK(f, everywhere == kCalls * kReplays, "%llu executions in all, expected %d",
+               static_cast<unsigned long long>(everywhere), kCalls * kReplays);
+    for (const stats::KernelEntry* e : {&small, &large}) {
+      RANK_CHECK(f, e->minNs > 0 && e->minNs <= e->maxNs, "min %llu max %llu",
+                 static_cast<unsigned long long>(e->minNs), static_cast<unsigned long long>(e->maxNs));
+      RANK_CHECK(f, e->count == 0 || (e->minNs * e->count <= e->sumNs && e->sumNs <= e->maxNs * e->count),
+                 "sum %llu outside count x [min, max]", static_cast<unsigned long long>(e->sumNs));
+    }
+    const double elapsedNs = static_cast<double>(ms) * 1e6;
+    RANK_CHECK(f, static_cast<double>(sumNs) <= elapsedNs * 1.01,
+               "the kernels' GPU time (%.0f us) exceeds the replays' elapsed time (%.0f us)", sumNs / 1e3,
+               elapsedNs / 1e3);
+    if (rank == 0)
+      std::fprintf(stderr,
+                   "[rank 0] %d executions: one-shot push 4 KiB mean %.2f us (min %.2f, max %.2f); two-shot pull "
+                   "64 KiB mean %.2f us; replays %.1f us per call elapsed\n",
+                   kCalls * kReplays, small.sumNs / 1e3 / small.count, small.minNs / 1e3, small.maxNs / 1e3,
+                   large.sumNs / 1e3 / large.count, elapsedNs / 1e3 / (kCalls * kReplays));
+    shm.barrier(rank);
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    comm.reset();
+    cudaFree(buf);
+    cudaFreeHost(mirror);
+    cudaStreamDestroy(stream);
+    return f.count;
+  });
+  EXPECT_EQ(report, "");
+}
+
 // One process drives both GPUs from two threads: peers are reached through peer access, not IPC.
 TEST(KernelsGpu, OneProcessTwoGpus) {
   SKIP_WITHOUT_GPUS(2);

@@ -123,8 +123,11 @@ class FakeSymmetric : public kernels::SymmetricComm {
   // failure after the side effect its peers pair with.
   static inline int throwAtCall = 0;
   ~FakeSymmetric() override { ++destroyed; }
-  kernels::Status allReduce(const void*, void*, size_t, DataType, ReduceOp, kernels::KernelChoice k,
-                            cudaStream_t) override {
+  // Calls are "captured" while `capturedCalls` is set (the interposer counts them by mode).
+  static inline bool capturedCalls = false;
+  kernels::Status allReduce(const void*, void*, size_t, DataType, ReduceOp, kernels::KernelChoice k, cudaStream_t,
+                            bool* captured) override {
+    if (captured != nullptr) *captured = capturedCalls;
     ++calls;
     FakeNccl::note("sym", comm_);
     lastAlgorithm = k.algorithm;

@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+// The file behind a process's live statistics (core/call_stats_layout.h): created by the plugin, read
+// by symmem-stat and symmem-report. One file per process, `nccl-symmem-<uid>-<pid>.stats` in
+// /dev/shm (SYMMEM_STATS_DIR elsewhere), mode 0600, removed when the process exits; a reader reports
+// the files of processes that ended without removing theirs, and removes only its own user's.
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/call_stats_layout.h"
+
+namespace symmem::stats {
+
+inline constexpr const char* kDefaultDirectory = "/dev/shm";
+
+// `dirSetting` (SYMMEM_STATS_DIR) when set, else /dev/shm.
+std::string segmentDirectory(const std::string& dirSetting);
+std::string segmentFileName(uid_t uid, pid_t pid);
+// The owner and process a file name names; nullopt for any other name.
+struct SegmentName {
+  uid_t uid;
+  pid_t pid;
+};
+std::optional<SegmentName> parseSegmentFileName(std::string_view name);
+
+// A process's start time in clock ticks since boot (field 22 of /proc/PID/stat), nullopt when no such
+// process exists. With the PID it names one process: a PID reused later has another start time.
+std::optional<uint64_t> processStartTicks(pid_t pid);
+
+// The writer's side: the mapped segment of this process.
+class WrittenSegment {
+ public:
+  // A file in `dir` that other processes can read. A file of the same name left by an ended process
+  // with this PID is replaced. nullptr with `why` when it cannot be made (no such directory, full).
+  static std::unique_ptr<WrittenSegment> createShared(const std::string& dir, const std::string& program,
+                                                      const std::string& pluginVersion, std::string* why);
+  // The same layout in this process's memory only: counters for the summary lines, no live view.
+  static std::unique_ptr<WrittenSegment> createPrivate(const std::string& program, const std::string& pluginVersion);
+  ~WrittenSegment();  // unmaps; removes the file when this process created it (not in a forked child)
+  WrittenSegment(const WrittenSegment&) = delete;
+  WrittenSegment& operator=(const WrittenSegment&) = delete;
+
+  Header* header() const { return reinterpret_cast<Header*>(base_); }
+  CommSlot* slot(int i) const { return reinterpret_cast<CommSlot*>(base_ + kHeaderBytes + size_t(i) * kSlotBytes); }
+  void* base() const { return base_; }
+  size_t bytes() const { return kSegmentBytes; }
+  bool shared() const { return !path_.empty(); }
+  const std::string& path() const { return path_; }
+  // Removes the file now (at exit), if this process created it; the mapping stays valid.
+  void removeFile();
+  // Forgets the file without removing it (a forked child: the file is its parent's).
+  void disown() { path_.clear(); }
+
+ private:
+  WrittenSegment(char* base, std::string path, pid_t owner) : base_(base), path_(std::move(path)), owner_(owner) {}
+  char* base_;
+  std::string path_;
+  pid_t owner_;
+};
+
+// Fills a header for this process (everything but the magic, which the creator writes last).
+void initHeader(Header* h, pid_t pid, uint64_t startTicks, const std::string& program,
+                const std::string& pluginVersion);
+
+// The reader's side: a consistent copy of one slot.
+struct SlotSnapshot {
+  int index = 0;
+  SlotState state = SlotState::Free;
+  int rank = 0, nRanks = 0, device = 0;
+  uint64_t comm = 0;
+  uint64_t openedNs = 0, closedNs = 0;
+  bool symmetric = false;
+  bool gpuTimed = false;
+  std::string path;
+  uint64_t calls[kRoutes][kBuckets][kModes] = {};
+  KernelEntry gpu[kKernelKinds][kBuckets] = {};
+
+  uint64_t routeCalls(Route r) const;  // every bucket, both modes
+  uint64_t totalCalls() const;
+};
+
+struct ProcessSnapshot {
+  std::string file;
+  pid_t pid = 0;
+  uid_t uid = 0;
+  uint64_t startTicks = 0;
+  uint64_t createdNs = 0;
+  uint64_t untrackedComms = 0;
+  std::string program;
+  std::string pluginVersion;
+  uint64_t takenNs = 0;             // CLOCK_REALTIME when this copy was taken
+  std::vector<SlotSnapshot> comms;  // slots in use (Live and Ended), by slot index
+};
+
+struct SegmentRead {
+  enum class Outcome { Ok, Gone, Refused, Starting, Unreadable };
+  Outcome outcome = Outcome::Unreadable;
+  std::string error;  // "path: why" unless Ok
+  ProcessSnapshot snapshot;
+};
+// Reads the segment file `path`: a regular file of exactly kSegmentBytes, this layout's magic, version
+// and sizes (anything else is Refused, saying which layout it is), each slot copied consistently
+// (a slot that keeps changing under the copy is retried, then skipped with the copy's other slots).
+SegmentRead readSegment(const std::string& path);
+
+// The segment files in `dir` (any owner), by name; `owner` from the file's metadata.
+struct SegmentFile {
+  std::string path;
+  SegmentName name;
+  uid_t owner;
+};
+std::vector<SegmentFile> listSegments(const std::string& dir);
+
+// Whether the process that wrote `s` still runs (same PID, same start time).
+bool writerAlive(const ProcessSnapshot& s);
+
+}  // namespace symmem::stats
