@@ -72,6 +72,7 @@ import os
 import select
 import signal
 import site
+import subprocess
 import struct
 import sys
 import time
@@ -700,6 +701,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "(0: not at all; with --abort-after-first: how long the others wait, default 120)")
     g.add_argument("--stall-timeout", type=_positive(1), default=300, metavar="S",
                    help="with --launched: an all-reduce not finished after S seconds is an error (default 300)")
+    g.add_argument("--stats-check", metavar="SYMMEM_STAT",
+                   help="after the calls, rank 0 reads every rank's live statistics with this symmem-stat (in "
+                        "$SYMMEM_STATS_DIR) and checks each rank's counts and GPU executions exactly")
     g.add_argument("--keep-calling", type=_positive(0), default=0, metavar="S",
                    help="with --launched: after the first communicator is up, keep making checked all-reduces "
                         "for about S seconds (rank 0's clock, agreed through an all-reduce)")
@@ -1044,6 +1048,49 @@ class Rank:
                 cuda.free(recv)
 
     # -- graph_calls all-reduces captured in one graph, replayed with fresh inputs --
+    def check_live_stats(self, lib, comm) -> None:
+        """What symmem-stat shows of every rank while the job runs (docs/live-stats.md): each rank's
+        process, its communicator, its calls by route, and its kernels' executions, which must equal
+        its eager symmetric calls plus its captured ones times the replays (the host never sees a
+        replay; the GPU counts each)."""
+        args = self.args
+        # A barrier: once this call completes on rank 0, every rank has issued (and counted) every
+        # earlier call. Its own count and execution may still be on their way on the other ranks.
+        self.eager(lib, comm, "float32", 1001, True, 3, self.stream, "before the statistics check")
+        if self.rank == 0:
+            folder = os.environ.get("SYMMEM_STATS_DIR", "")
+            run = subprocess.run([args.stats_check, "--once", "--json"] + (["--dir", folder] if folder else []),
+                                 capture_output=True, text=True, timeout=60)
+            if run.returncode != 0:
+                raise RuntimeError(f"symmem-stat exited {run.returncode}: {run.stderr.strip()}")
+            data = json.loads(run.stdout)
+            symmetric_keys = ("one_shot_push", "one_shot_pull", "one_shot_staged",
+                              "two_shot_push", "two_shot_pull", "two_shot_staged")
+            seen = {}
+            for process in data["processes"]:
+                for c in process["communicators"]:
+                    if c["state"] != "live" or c["nranks"] != self.nranks:
+                        continue
+                    routes, kernels = c.get("routes", {}), c.get("kernels", {})
+                    eager = sum(routes.get(k, {}).get("eager", 0) for k in symmetric_keys)
+                    captured = sum(routes.get(k, {}).get("captured", 0) for k in symmetric_keys)
+                    runs = sum(kernels.get(k, {}).get("executions", 0) for k in symmetric_keys)
+                    seen[c["rank"]] = (process["pid"], c["symmetric"], c["gpu_timed"], c["calls"], eager, captured, runs)
+            self.expect(sorted(seen) == list(range(self.nranks)),
+                       f"live statistics show ranks {sorted(seen)} of {self.nranks}")
+            for rank, (pid, symmetric, timed, calls, eager, captured, runs) in sorted(seen.items()):
+                want = eager + captured * args.graph_replays
+                self.expect(symmetric and timed, f"rank {rank} (pid {pid}): symmetric {symmetric}, GPU-timed {timed}")
+                self.expect(eager > 0 and (captured > 0 or not args.graph_replays),
+                           f"rank {rank}: {eager} eager and {captured} captured symmetric calls counted")
+                self.expect(want - 1 <= runs <= want,
+                           f"rank {rank}: {runs} kernel executions, expected {want} ({eager} eager + {captured} "
+                           f"captured x {args.graph_replays} replays; the last may still be on its way)")
+                self.say(f"live statistics: rank {rank} pid {pid}: {calls} calls, {eager} eager + {captured} "
+                         f"captured symmetric, {runs} GPU executions")
+        # Nobody ends its communicator before rank 0 has read.
+        self.eager(lib, comm, "float32", 1001, True, 4, self.stream, "after the statistics check")
+
     def graph(self, lib, comm, dtype: str, count: int) -> None:
         cuda, args = self.cuda, self.args
         esize = DTYPES[dtype][1]
@@ -1138,6 +1185,8 @@ class Rank:
                 if args.graph_replays:
                     for count in graph_counts_for(dtype, args.quick, args.max_bytes):
                         self.graph(lib, comm, dtype, count)
+            if args.stats_check:
+                self.check_live_stats(lib, comm)
             comm = None
             lib.ncclCommDestroy(uid_comm)  # the last communicator there is
             self.lifecycle(version)
