@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # The packages, both made from one build and one install layout (what `cmake --install` writes):
 #
-#   bin/symmem-info, -bench, -tune, -health, -report, -report-plots
+#   bin/symmem-info, -bench, -tune, -health, -report, -report-plots, -stat
 #   lib/libnccl-tuner-symmem.so                     (RUNPATH $ORIGIN: Zydis beside it is found first)
 #   share/doc/nccl-symmem/                          (README.md and docs/)
 #   share/nccl-symmem/nccl-tests-configs/
@@ -51,6 +51,6 @@ include(CPack)
 # The wheel, from this build's install tree (python/make_wheel.sh; needs python3-build from Debian).
 add_custom_target(wheel
   COMMAND ${CMAKE_SOURCE_DIR}/python/make_wheel.sh ${CMAKE_BINARY_DIR} ${CPACK_PACKAGE_DIRECTORY}
-  DEPENDS nccl-tuner-symmem symmem-info symmem-bench symmem-tune symmem-health symmem-report
+  DEPENDS nccl-tuner-symmem symmem-info symmem-bench symmem-tune symmem-health symmem-report symmem-stat
   COMMENT "Building the nccl-symmem wheel into ${CPACK_PACKAGE_DIRECTORY}"
   USES_TERMINAL VERBATIM)

@@ -4,11 +4,12 @@
     path              print the plugin's path (for NCCL_TUNER_PLUGIN)
     env, enable       print the line: export NCCL_TUNER_PLUGIN=<path>
                       (a command cannot change its shell: eval "$(python -m nccl_symmem enable)")
-    info, health, tune, report, bench, report-plots [args]
+    info, health, tune, report, bench, stat, report-plots [args]
                       run symmem-<tool> with the arguments; its exit status is this command's
 
 Exit status 2 for a wrong command line (a tool this package does not carry too), 1 when it has no plugin.
-The wheel also puts symmem-info, symmem-health, symmem-tune, symmem-bench and symmem-report on PATH.
+The wheel also puts symmem-info, symmem-health, symmem-tune, symmem-bench, symmem-report and symmem-stat on
+PATH.
 """
 import difflib
 import os
@@ -100,6 +101,10 @@ def bench():
 
 def report():
     _console("report")
+
+
+def stat():
+    _console("stat")
 
 
 if __name__ == "__main__":

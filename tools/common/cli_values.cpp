@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tools/common/cli_values.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cstdio>
 #include <utility>
 
+#include "core/setting_names.h"
 #include "core/table_file.h"
 
 namespace symmem {
@@ -92,6 +94,23 @@ std::string parseIndexListArg(const std::string& flag, const std::string& text, 
 
 std::string unknownOptionMessage(const std::string& tool, const std::string& arg) {
   return "unknown option " + arg + " (" + tool + " --help lists the options)";
+}
+
+std::string unknownOptionMessage(const std::string& tool, const std::string& arg,
+                                 const std::vector<std::string>& known) {
+  // Within a third of the option's length (at least 1, at most 3 edits): "--intervl", "--jsn", "-once".
+  const size_t within = std::min<size_t>(3, std::max<size_t>(1, arg.size() / 3));
+  const std::string* nearest = nullptr;
+  size_t best = within + 1;
+  for (const std::string& k : known) {
+    const size_t d = editDistance(arg, k);
+    if (d < best) {
+      best = d;
+      nearest = &k;
+    }
+  }
+  if (nearest == nullptr || arg.empty() || arg[0] != '-') return unknownOptionMessage(tool, arg);
+  return "unknown option " + arg + " (did you mean " + *nearest + "? " + tool + " --help lists the options)";
 }
 
 }  // namespace symmem

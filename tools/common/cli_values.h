@@ -21,6 +21,10 @@ std::string parseIndexListArg(const std::string& flag, const std::string& text, 
 
 // "unknown option --x (symmem-bench --help lists the options)".
 std::string unknownOptionMessage(const std::string& tool, const std::string& arg);
+// The same with the nearest of `known` when it is close enough to be a typo of it:
+// "unknown option --intervl (did you mean --interval? symmem-stat --help lists the options)".
+std::string unknownOptionMessage(const std::string& tool, const std::string& arg,
+                                 const std::vector<std::string>& known);
 
 // What a tool's parser of its command line returns: the options (with their defaults where the
 // command line gives none) and, when the command line is not valid, one message naming the flag and
