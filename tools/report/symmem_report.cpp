@@ -22,7 +22,10 @@
 #include <string>
 #include <vector>
 
+#include "core/call_stats_segment.h"
 #include "tools/common/cli_values.h"
+#include "tools/common/stats_gather.h"
+#include "tools/common/stats_view.h"
 #include "tools/report/facts.h"
 #include "tools/report/folder.h"
 #include "tools/report/redact.h"
@@ -235,6 +238,16 @@ class Report {
     return a;
   }
 
+  // An output made here, written to the folder redacted.
+  Artifact fromText(const char* name, std::string text) {
+    Artifact a;
+    a.name = name;
+    a.present = true;
+    a.text = std::move(text);
+    store(a);
+    return a;
+  }
+
   // An output the tool wrote into the staging folder, copied into the folder redacted.
   Artifact fromStaging(const char* name, const ToolRun& run) {
     Artifact a;
@@ -251,6 +264,26 @@ class Report {
   }
 
   std::string staged(const char* name) const { return folder_.stagedPath(name); }
+
+  // The plugin's live statistics in the processes running it now, as symmem-stat --once shows them
+  // (the table and the JSON), read in this process. Files of ended processes are named, not removed:
+  // the report changes nothing on the machine.
+  void liveStatistics() {
+    LiveStatsSeen& seen = in_.liveStats;
+    const char* dirSetting = std::getenv("SYMMEM_STATS_DIR");
+    seen.dir = stats::segmentDirectory(dirSetting != nullptr ? dirSetting : "");
+    const StatsGathered g = gatherStats({seen.dir, {}, false});
+    seen.problem = g.dirProblem;
+    seen.processes = static_cast<int>(g.processes.size());
+    for (const stats::ProcessSnapshot& p : g.processes) seen.communicators += static_cast<int>(p.comms.size());
+    seen.notes = g.notes;
+    for (std::string& n : seen.notes) n = redact_(n);
+    if (seen.processes > 0) {
+      in_.liveStatsText = fromText("live-stats.txt", statsTable(g.processes, {}));
+      in_.liveStatsJson = fromText("live-stats.json", statsJson(g.processes, {}, g.notes) + "\n");
+    }
+    std::fprintf(stderr, "symmem-report: %s\n", liveStatsSummary(seen).c_str());
+  }
 
  private:
   void store(Artifact& a) {
@@ -348,6 +381,9 @@ int main(int argc, char** argv) {
   in.toolsDir = report.toolsDir();
   in.toolsDirOverridden = report.toolsDirOverridden();
   in.folderName = baseName(folder.absolutePath());
+
+  // First, while the processes that run the plugin are as the user found them.
+  report.liveStatistics();
 
   std::vector<std::string> selection;
   if (opt.quick) selection.emplace_back("--quick");

@@ -281,6 +281,16 @@ std::string plotsSummary(const ReportInputs& in) {
   return "Plots: unknown";
 }
 
+std::string liveStatsSummary(const LiveStatsSeen& seen) {
+  if (!seen.problem.empty()) return "Live statistics: not read: " + seen.problem;
+  if (seen.processes == 0)
+    return "Live statistics: no process had the plugin loaded (no statistics file in " + code(seen.dir) + ")";
+  const auto plural = [](int n, const char* one) { return std::to_string(n) + " " + one + (n == 1 ? "" : "s"); };
+  return "Live statistics: " + plural(seen.processes, "process") + " with the plugin loaded, " +
+         plural(seen.communicators, "communicator") + " (" + code("live-stats.txt") + ", " + code("live-stats.json") +
+         ")";
+}
+
 std::string whyNoOutput(const ToolRun& run) {
   switch (run.end) {
     case RunEnd::NotRun:
@@ -378,6 +388,7 @@ std::string renderReport(const ReportInputs& in) {
   const std::vector<std::string> tune = tuneSummary(in.tune, in.table);
   for (size_t i = 0; i < tune.size(); ++i) md += i == 0 ? "- " + tune[i] + "\n" : "  - " + code(tune[i]) + "\n";
   md += "- " + plotsSummary(in) + "\n";
+  md += "- " + liveStatsSummary(in.liveStats) + "\n";
   if (const std::vector<std::string> missing = missingOutputs(in); !missing.empty()) {
     md += "- Missing from this folder:\n";
     for (const std::string& m : missing) md += "  - " + m + "\n";
@@ -446,6 +457,20 @@ std::string renderReport(const ReportInputs& in) {
     md += plotsSummary(in) + ".\n\n";
   } else {
     for (const std::string& p : in.pngs) md += "![" + p + "](" + p + ")\n\n";
+  }
+
+  md += "## Live statistics\n\n";
+  if (in.liveStats.processes > 0) {
+    md += "What the plugin had done in the processes running it when the report was made, as " +
+          code("symmem-stat --once") + " shows it (docs/live-stats.md):\n\n";
+    embed(md, in.liveStatsText);
+  } else {
+    md += liveStatsSummary(in.liveStats) + ".\n\n";
+  }
+  if (!in.liveStats.notes.empty()) {
+    md += "Files not read:\n\n";
+    for (const std::string& n : in.liveStats.notes) md += "- " + n + "\n";
+    md += "\n";
   }
 
   md += "## Files\n\n| file | size |\n|---|---|\n";

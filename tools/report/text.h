@@ -67,6 +67,16 @@ struct FileSize {
   uint64_t bytes = 0;
 };
 
+// What the report saw of the plugin's live statistics (tools/common/stats_gather.h): the processes
+// running it now, when symmem-report ran.
+struct LiveStatsSeen {
+  std::string dir;                 // where the files were looked for
+  int processes = 0;               // running processes whose file was read
+  int communicators = 0;           // their communicators (live and ended)
+  std::string problem;             // "" or why the directory could not be read
+  std::vector<std::string> notes;  // files not read, and why (symmem-stat's lines)
+};
+
 struct ReportInputs {
   std::string createdUtc;                                // "2026-12-01 13:04:52 UTC"
   std::string invocation;                                // how symmem-report was called
@@ -76,9 +86,11 @@ struct ReportInputs {
   std::vector<Row> environment;                          // SYMMEM_* and NCCL_* set, in name order
   ToolRun info, check, health, tune, tableCheck, plots;  // tableCheck: symmem-info --check of the tuned table
   Artifact topology, healthText, healthCsv, tuneText, table, latencyCsv;
-  std::vector<std::string> pngs;  // drawn plots, in name order
-  std::vector<FileSize> files;    // every file of the folder (report.md included), in name order
-  std::string folderName;         // the folder's own name, for the command that draws the plots later
+  LiveStatsSeen liveStats;
+  Artifact liveStatsText, liveStatsJson;  // present when a process's statistics were read
+  std::vector<std::string> pngs;          // drawn plots, in name order
+  std::vector<FileSize> files;            // every file of the folder (report.md included), in name order
+  std::string folderName;                 // the folder's own name, for the command that draws the plots later
   bool interrupted = false;
   // What the check of the finished folder found after redaction and did about it, one line per file:
   // "health.txt: the user name stood inside a longer word; replaced there too".
@@ -92,6 +104,9 @@ std::string healthSummary(const ToolRun& health, const Artifact& healthText);
 // The tune result: a first line, then the table's choices (tableChoiceLines) when it wrote a table.
 std::vector<std::string> tuneSummary(const ToolRun& tune, const Artifact& table);
 std::string plotsSummary(const ReportInputs& in);
+// "Live statistics: 2 processes with the plugin loaded, 5 communicators (live-stats.txt, ...)", or
+// one line saying there were none.
+std::string liveStatsSummary(const LiveStatsSeen& seen);
 
 // The lines of a table file that say what it chose: its entry, sym and band lines.
 std::vector<std::string> tableChoiceLines(std::string_view tableText);

@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/unit/stats_process.h"
 #include "tests/unit/temp_file.h"
 #include "tests/unit/tool_run.h"
 #include "tools/report/redact.h"
@@ -544,6 +545,51 @@ TEST(ReportTool, PlotScriptDrawsEachWorldSizeAndTheBandwidth) {
     return;
   }
   GTEST_SKIP() << "no python3 here has matplotlib, so the drawing is not checked: " << why;
+}
+
+// ---- the plugin's live statistics -----------------------------------------------------------------------
+
+// A process running the plugin (its statistics file in a folder of the test's) is in the report: the
+// table and the JSON in the folder, and the count in the summary; without one, one line says so.
+TEST(ReportTool, LiveStatisticsOfRunningProcesses) {
+  TempDir t, tools, stats;
+  writeTool(tools.path(), "symmem-info", "echo this machine:\n");
+  const std::string env = "SYMMEM_REPORT_TOOLS_DIR=" + tools.path() + " SYMMEM_STATS_DIR=" + stats.path();
+  ReportRun r = runReport(t.path(), "--out none --no-tune", env);
+  ASSERT_EQ(r.exitCode, 0) << r.out;
+  auto files = folder(t.path() + "/none");
+  EXPECT_FALSE(files.count("live-stats.txt"));
+  EXPECT_FALSE(files.count("live-stats.json"));
+  EXPECT_TRUE(
+      has(files.at("report.md"), "- Live statistics: no process had the plugin loaded (no statistics file in `"))
+      << files.at("report.md");
+
+  testing::StatsWritingProcess p(stats.path());
+  ASSERT_TRUE(p.ready());
+  r = runReport(t.path(), "--out live --no-tune", env);
+  ASSERT_EQ(r.exitCode, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "symmem-report: Live statistics: 1 process with the plugin loaded, 2 communicators")) << r.out;
+  files = folder(t.path() + "/live");
+  ASSERT_TRUE(files.count("live-stats.txt")) << r.out;
+  ASSERT_TRUE(files.count("live-stats.json")) << r.out;
+  const std::string& md = files.at("report.md");
+  EXPECT_TRUE(has(md,
+                  "- Live statistics: 1 process with the plugin loaded, 2 communicators (`live-stats.txt`, "
+                  "`live-stats.json`)"))
+      << md;
+  EXPECT_TRUE(has(md, "## Live statistics")) << md;
+  EXPECT_TRUE(has(md, "| live-stats.json | ")) << md;
+  const std::string pid = std::to_string(p.pid());
+  EXPECT_TRUE(
+      std::regex_search(files.at("live-stats.txt"),
+                        std::regex("\\n +" + pid + "  stat-child +0xa1 +0/2 +one-shot push +[0-9.]+ +12  8B-4KiB")))
+      << files.at("live-stats.txt");
+  EXPECT_TRUE(has(md, "stat-child")) << "the table is embedded: " << md;
+  EXPECT_TRUE(has(files.at("live-stats.json"), "\"pid\":" + pid + ",\"program\":\"stat-child\""))
+      << files.at("live-stats.json");
+  EXPECT_TRUE(has(files.at("live-stats.json"), "\"one_shot_push\":{\"calls\":12,\"eager\":7,\"captured\":5,"))
+      << files.at("live-stats.json");
+  expectNothingOfMine(files, me(t.path()));
 }
 
 }  // namespace
