@@ -124,7 +124,7 @@ class Package(unittest.TestCase):
         scripts = re.findall(r'^(symmem-[a-z]+) = "nccl_symmem\.__main__:([a-z_]+)"$',
                              text.split("[project.scripts]", 1)[1].split("\n[", 1)[0], re.M)
         self.assertEqual(sorted(name for name, _ in scripts),
-                         ["symmem-bench", "symmem-health", "symmem-info", "symmem-report", "symmem-tune"])
+                         ["symmem-bench", "symmem-health", "symmem-info", "symmem-report", "symmem-stat", "symmem-tune"])
         made = []
         try:
             for name, function in scripts:
