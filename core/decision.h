@@ -99,6 +99,9 @@ void setPushLimits(Thresholds& entry, uint64_t oneShot, uint64_t twoShot);
 // Whether the bands are exactly what setPushLimits(entry, oneShotMaxBytes, twoShotMaxBytes) makes.
 bool hasOnlyPushLimits(const Thresholds& entry);
 
+// The most ranks whose halves CommFacts carries (the per-rank facts list at most 16 GPUs of a node).
+inline constexpr int kMaxHalvesRanks = 16;
+
 // What every rank of the communicator agrees on (exchanged at setup; for the tuner, node-wide facts).
 struct CommFacts {
   int nRanks = 0;
@@ -107,6 +110,13 @@ struct CommFacts {
   LinkClass link = LinkClass::Unknown;  // worst link among the ranks
   bool allPairsP2p = false;             // every pair can read and write its peers' memory
   uint64_t symmetricCapacityBytes = 0;  // largest message the set-up symmetric path can take (0: none)
+  // The two halves (topology/halves.h), for the hierarchical kernels that are planned; decide() does not
+  // read them yet. halves is 2 when the ranks split into two equal halves at the slowest level between
+  // them (then halfOf[r] is rank r's half, 0 for rank 0's, for r < nRanks <= kMaxHalvesRanks, and
+  // middle is the link class of the pairs across the middle), 0 otherwise: then only the flat kernels.
+  int halves = 0;
+  LinkClass middle = LinkClass::Unknown;
+  std::array<uint8_t, kMaxHalvesRanks> halfOf{};
 };
 
 struct CollRequest {

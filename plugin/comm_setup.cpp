@@ -47,6 +47,13 @@ CommFacts commFactsFrom(const CommunicatorTopology& agreed, int nRanks) {
   f.cc = agreed.capabilitiesEqual ? agreed.capability : ComputeCapability{};
   f.link = agreed.link;
   f.allPairsP2p = agreed.allPairsP2p;
+  // The halves travel as plain data; a communicator too large for the array keeps the flat kernels.
+  const Halves& h = agreed.halves;
+  if (h.ok && h.ranks() == nRanks && nRanks <= kMaxHalvesRanks) {
+    f.halves = 2;
+    f.middle = middleLinkClass(h.level);
+    for (int r = 0; r < nRanks; ++r) f.halfOf[r] = static_cast<uint8_t>(h.halfOf[r]);
+  }
   return f;
 }
 

@@ -17,7 +17,8 @@
 
 namespace symmem {
 
-// The decision's communicator facts from the agreement (capacity is filled in once buffers exist).
+// The decision's communicator facts from the agreement, the halves included (capacity is filled in once
+// buffers exist).
 CommFacts commFactsFrom(const CommunicatorTopology& agreed, int nRanks);
 
 // Step 1 for `comm`: this rank's arrival, then the verdict every rank reads.

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <vector>
 
 #include "topology/classify.h"
 #include "topology/pci_bus_id.h"
@@ -94,6 +95,37 @@ std::string rankName(size_t i, const RankFacts& r) { return "rank " + std::to_st
 
 }  // namespace
 
+Halves halvesOn(std::span<const RankFacts> ranks) {
+  const int n = static_cast<int>(ranks.size());
+  auto none = [](std::string reason) {
+    Halves h;
+    h.level = SplitLevel::Unknown;
+    h.reason = std::move(reason);
+    return h;
+  };
+  for (int i = 0; i < n; ++i)
+    if (ranks[i].version != kRankFactsVersion)
+      return none("rank " + std::to_string(i) + " runs a different nccl-symmem build");
+  for (int i = 1; i < n; ++i)
+    if (ranks[i].hostHash != ranks[0].hostHash) return none("the communicator spans more than one host");
+
+  std::vector<PairPaths> pairs(static_cast<size_t>(n) * n);
+  for (int i = 0; i < n; ++i)
+    for (int j = i + 1; j < n; ++j) {
+      const RankFacts& a = ranks[i];
+      const RankFacts& b = ranks[j];
+      if (std::strncmp(a.pciBusId, b.pciBusId, sizeof(a.pciBusId)) == 0 && a.pciBusId[0] != '\0')
+        return none(rankName(i, a) + " and rank " + std::to_string(j) + " use the same GPU");
+      PairPaths& p = pairs[static_cast<size_t>(i) * n + j];
+      p.ab = pathOf(viewOf(a, b));
+      p.ba = pathOf(viewOf(b, a));
+      p.sameKnownNuma = a.numaNode >= 0 && a.numaNode == b.numaNode;
+    }
+  std::vector<int> ids(n);
+  for (int i = 0; i < n; ++i) ids[i] = i;
+  return halvesFromPairs(n, pairs, ids, "rank");
+}
+
 CommunicatorTopology agreeOn(std::span<const RankFacts> ranks, SharedGpu sharedGpu) {
   CommunicatorTopology out;
   std::vector<std::string> problems;  // in a fixed order, so every rank writes the same reason
@@ -168,6 +200,7 @@ CommunicatorTopology agreeOn(std::span<const RankFacts> ranks, SharedGpu sharedG
       }
   }
 
+  out.halves = halvesOn(ranks);
   out.symmetricOk = problems.empty();
   if (out.symmetricOk) {
     out.reason = std::to_string(ranks.size()) + " ranks on one host, compute capability " + out.capability.str() +

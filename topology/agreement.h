@@ -16,6 +16,7 @@
 
 #include "core/capability.h"
 #include "core/link_class.h"
+#include "topology/halves.h"
 #include "topology/model.h"
 
 namespace symmem {
@@ -71,6 +72,9 @@ struct CommunicatorTopology {
   bool capabilitiesEqual = false;
   int hosts = 0;
   std::string reason;  // why the symmetric path is off, or a summary when it is on
+  // The communicator's two halves (topology/halves.h), from halvesOn(): found whether or not the
+  // symmetric path is on, and agreed like the rest (a pair its two ranks see differently has none).
+  Halves halves;
 };
 
 // How ranks that share one GPU are judged. Refused in production: two ranks on one device would time-slice
@@ -78,6 +82,13 @@ struct CommunicatorTopology {
 // (plugin/setup_vote.h): such a pair then counts as the node's best link, so that one GPU can run the
 // symmetric path at 2-8 ranks as separate processes.
 enum class SharedGpu { Refuse, AllowForTesting };
+
+// The halves over the gathered array (order = communicator rank order): each pair as its two ranks see
+// it, NUMA placement from both. None, with the reason, also when the facts come from different builds,
+// from more than one host, or when two ranks share one GPU (the testing mode included). Pure: every
+// rank finds the same halves or the same reason for none. agreeOn() fills CommunicatorTopology::halves
+// with it.
+Halves halvesOn(std::span<const RankFacts> ranks);
 
 // The same answer on every rank for the same gathered array (order = communicator rank order).
 CommunicatorTopology agreeOn(std::span<const RankFacts> ranks, SharedGpu sharedGpu = SharedGpu::Refuse);

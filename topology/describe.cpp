@@ -3,6 +3,7 @@
 
 #include "core/text_columns.h"
 #include "topology/classify.h"
+#include "topology/halves.h"
 
 namespace symmem {
 
@@ -22,6 +23,39 @@ std::string pairList(const Topology& t, Crossing which) {
     for (int b = a + 1; b < t.gpuCount(); ++b)
       if (crossingOf(t, a, b) == which) out += (out.empty() ? "" : " ") + std::to_string(a) + "-" + std::to_string(b);
   return out.empty() ? "none" : out;
+}
+
+std::string middleName(SplitLevel level) {
+  switch (level) {
+    case SplitLevel::Socket:
+      return "the socket";
+    case SplitLevel::RootComplex:
+      return "the CPU root complex";
+    case SplitLevel::Switch:
+      return "an upper PCIe switch";
+    case SplitLevel::None:
+    case SplitLevel::Unknown:
+      break;
+  }
+  return "nothing";
+}
+
+// The halves over every GPU, the pairs across the middle, and how many flows cross it per all-reduce
+// with halves and with the flat one-shot push.
+std::string halvesLines(const Topology& t) {
+  const Halves h = halvesOfAll(t);
+  std::string out = "Halves (the two sides of the slowest level that splits the GPUs): ";
+  if (!h.ok) return out + "none (" + h.reason + ")\n";
+  out += groupText(h.half[0]) + " " + groupText(h.half[1]) + ", split at " + middleName(h.level) + "\n";
+  out += "Pairs across the middle:";
+  for (size_t k = 0; k < h.half[0].size(); ++k)
+    out += " " + std::to_string(h.half[0][k]) + "-" + std::to_string(h.half[1][k]);
+  const size_t other = h.half[1].size();
+  out += "\nFlows crossing the middle per all-reduce: " + std::to_string(h.hierarchicalCrossingFlows()) +
+         " with halves (one per GPU), " + std::to_string(h.flatPushCrossingFlows()) +
+         " with the flat one-shot push (each GPU to the " + std::to_string(other) + (other == 1 ? " GPU" : " GPUs") +
+         " of the other half)\n";
+  return out;
 }
 
 }  // namespace
@@ -92,6 +126,7 @@ std::string describeTopology(const Topology& t) {
     out += "Pairs crossing the socket: " + pairList(t, Crossing::Socket) + "\n";
     const std::string unknownPairs = pairList(t, Crossing::Unknown);
     if (unknownPairs != "none") out += "Pairs with an unknown path: " + unknownPairs + "\n";
+    out += halvesLines(t);
 
     const Support p2pAll = p2pOfAll(t);
     out += "\nCommunicator over all GPUs: link class " + std::string(linkClassName(linkClassOfAll(t))) +

@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: Apache-2.0
+// The built symmem-info, run as a user runs it, prints the halves of the machine it describes.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tests/unit/tool_run.h"
+
+namespace symmem {
+namespace {
+
+using testing::runTool;
+using testing::ToolRun;
+
+constexpr const char* kHalves = "Halves (the two sides of the slowest level that splits the GPUs): ";
+
+ToolRun info(const std::string& args) {
+  return runTool("env -u SYMMEM_TABLE -u SYMMEM_TOPO_FILE -u SYMMEM_CC '" + std::string(SYMMEM_INFO_PATH) + "' " +
+                 args);
+}
+
+ToolRun infoTopo(const std::string& fixture) {
+  return info("--topo '" + std::string(SYMMEM_TEST_DATA_DIR) + "/topologies/" + fixture + "'");
+}
+
+const std::string kEightAcross =
+    "Pairs across the middle: 0-4 1-5 2-6 3-7\n"
+    "Flows crossing the middle per all-reduce: 8 with halves (one per GPU), 32 with the flat one-shot push (each "
+    "GPU to the 4 GPUs of the other half)\n";
+
+TEST(SymmemInfoHalves, EightGpuBoxes) {
+  struct Case {
+    const char* file;
+    const char* split;
+  };
+  const Case cases[] = {
+      {"rtx-pro-6000-server-x8-asus-esc8000a-e13p-broadcom.topo.txt", "the socket"},
+      {"rtx-pro-6000-server-x8-wrx90-microchip-3switch.topo.txt", "the CPU root complex"},
+      {"rtx-4090-x8-dual-socket-all-sys-2nic.topo.txt", "the socket"},
+  };
+  for (const Case& c : cases) {
+    const ToolRun r = infoTopo(c.file);
+    EXPECT_EQ(r.exitCode, 0) << c.file << "\n" << r.out;
+    EXPECT_TRUE(r.has(std::string(kHalves) + "{0,1,2,3} {4,5,6,7}, split at " + c.split + "\n" + kEightAcross))
+        << c.file << "\n"
+        << r.out;
+  }
+}
+
+TEST(SymmemInfoHalves, BundledDefaultMachine) {
+  const ToolRun r = info("--default-machine");
+  ASSERT_EQ(r.exitCode, 0) << r.out;
+  EXPECT_TRUE(r.has(std::string(kHalves) + "{0,1,2,3} {4,5,6,7}, split at the socket\n" + kEightAcross)) << r.out;
+}
+
+TEST(SymmemInfoHalves, FourGpusAndNone) {
+  const ToolRun ada = infoTopo("rtx-6000-ada-x4-asus-esc8000a-e12-dual-socket.topo.txt");
+  EXPECT_TRUE(ada.has(std::string(kHalves) + "{0,1} {2,3}, split at the socket\nPairs across the middle: 0-2 1-3\n"))
+      << ada.out;
+  const ToolRun l40s = infoTopo("l40s-x4-aws-g6e-12xlarge-vm.topo.txt");
+  EXPECT_TRUE(l40s.has(std::string(kHalves) +
+                       "none (4 groups at the root-complex level: GPUs {0} {1} {2} {3}; halves need exactly two)\n"))
+      << l40s.out;
+  EXPECT_FALSE(l40s.has("Pairs across the middle")) << l40s.out;
+  const ToolRun h100 = infoTopo("h100-sxm-x8-nv18.topo.txt");
+  EXPECT_TRUE(h100.has(std::string(kHalves) +
+                       "none (GPU 0 and GPU 1 are joined by NVLink: halves are for PCIe-only communicators)\n"))
+      << h100.out;
+}
+
+}  // namespace
+}  // namespace symmem
