@@ -58,21 +58,20 @@ using symmem::kernels::SymmetricConfig;
 using symmem::testing::ShmAllGather;
 
 struct Options {
-  std::vector<int> ranks = {
-      2, 4, 8 bool stats = false;  // --stats: the ordered symmetric rows again with the live statistics on
+  std::vector<int> ranks = {2, 4, 8};
+  int calls = 64, replays = 50, repeats = 7;
+  std::string csv = "floor.csv";
+  bool programmatic = true;  // --no-programmatic: launch without programmatic stream serialization
+  std::string paths;         // --paths one-shot-push,two-shot-pull,...: only those (default: all)
+  std::vector<int> sizes = {8, 64, 512, 4096, 16384, 65536};
+  bool eager = true;            // --graph-only: no eager runs
+  bool eagerUnbounded = false;  // --eager-unbounded: no bound on the eager calls in flight (timeCalls)
+  int64_t timeoutMs = 20000;
+  uint32_t switches = 0;  // --switches: CostSwitch bits
+  std::string switchNames = "none";
+  std::string trace;   // --trace FILE: per-mark means of the one-shot push graph rows
+  bool stats = false;  // --stats: the ordered symmetric rows again with the live statistics on
 };
-int calls = 64, replays = 50, repeats = 7;
-std::string csv = "floor.csv";
-bool programmatic = true;  // --no-programmatic: launch without programmatic stream serialization
-std::string paths;         // --paths one-shot-push,two-shot-pull,...: only those (default: all)
-std::vector<int> sizes = {8, 64, 512, 4096, 16384, 65536};
-bool eager = true;            // --graph-only: no eager runs
-bool eagerUnbounded = false;  // --eager-unbounded: no bound on the eager calls in flight (timeCalls)
-int64_t timeoutMs = 20000;
-uint32_t switches = 0;  // --switches: CostSwitch bits
-std::string switchNames = "none";
-std::string trace;  // --trace FILE: per-mark means of the one-shot push graph rows
-};                  // namespace
 
 struct Stat {
   double median = 0, min = 0, max = 0;
