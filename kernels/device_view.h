@@ -97,6 +97,11 @@ struct DeviceView {
   // This communicator's kernel entries in the process's statistics file (mapped pinned host memory,
   // device address; kernel_clock.cuh), nullptr when not timed (SYMMEM_STATS=0).
   stats::KernelEntry* statsMirror;
+  // An entry is mirrored when its new count & statsMirrorMask is 0 (kernel_clock.cuh): every 64th
+  // execution by default, since a store to host memory delays the kernel's completion; the rest reach
+  // the mirror at teardown (SymmetricCommImpl::release).
+  uint64_t statsMirrorMask;
 };
+inline constexpr uint64_t kStatsMirrorMask = 63;
 
 }  // namespace symmem::kernels

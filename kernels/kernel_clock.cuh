@@ -7,8 +7,10 @@
 //
 // Where: the running entry lives in device memory (DeviceControl::stats), read at the start, so its
 // load is in flight while the kernel works and nothing waits for it at the end; the updated entry is
-// stored there and mirrored, with plain stores that nothing waits for, into the process's statistics
-// file (mapped pinned host memory, DeviceView::statsMirror), where symmem-stat reads it. Executions of
+// stored there and, every 64th execution of the entry, mirrored into the process's statistics file
+// (mapped pinned host memory, DeviceView::statsMirror), where symmem-stat reads it; teardown copies
+// the running entries there whole. (A store to host memory in every execution cost 0.19-0.22 us per
+// call: the kernel's completion waits for it; docs/live-stats.md, "Cost".) Executions of
 // one communicator follow each other (symmetric_order.cpp), so one entry has one writer at a time.
 // statsMirror null (SYMMEM_STATS=0, or the file could not be mapped for the GPU): nothing runs but one
 // uniform branch per mark.
@@ -38,6 +40,7 @@ class KernelClock {
     const int at = kind * stats::kBuckets + statsBucket(bytes);
     running_ = &v.control->stats[0][0] + at;
     mirror_ = v.statsMirror + at;
+    mirrorMask_ = v.statsMirrorMask;
   }
 
   // After the programmatic wait: the previous execution's entry is complete and visible.
@@ -59,8 +62,11 @@ class KernelClock {
     uint4* run = reinterpret_cast<uint4*>(running_);
     run[0] = a;
     run[1] = b;
-    // Count and sum in one 16-byte store, min and max in the next: a reader that sees the same count
-    // before and after its copy has one execution's values (core/call_stats_segment.cpp).
+    // Every 64th execution only (DeviceView::statsMirrorMask): a store to host memory makes the
+    // kernel's completion wait for it. Count and sum in one 16-byte store, min and max in the next: a
+    // reader that sees the same count before and after its copy has one execution's values
+    // (core/call_stats_segment.cpp).
+    if (((count + 1) & mirrorMask_) != 0) return;
     volatile uint4* mirror = reinterpret_cast<volatile uint4*>(mirror_);
     store16(mirror, a);
     store16(mirror + 1, b);
@@ -87,6 +93,7 @@ class KernelClock {
   bool on_;
   stats::KernelEntry* running_ = nullptr;
   stats::KernelEntry* mirror_ = nullptr;
+  uint64_t mirrorMask_ = 0;
   uint4 lo_{}, hi_{};
   uint64_t t0_ = 0;
 };

@@ -54,6 +54,8 @@ bool SymmetricCommImpl::publishKernelStats(stats::KernelEntry* hostMirror) {
     return false;
   }
   view_.statsMirror = static_cast<stats::KernelEntry*>(device);
+  view_.statsMirrorMask = config_.statsMirrorMask;
+  statsHost_ = hostMirror;
   return true;
 }
 

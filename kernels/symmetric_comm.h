@@ -54,6 +54,9 @@ struct SymmetricConfig {
   // kTraceCalls x kTraceWords timestamps that one-shot push launches fill (cost_trace.cuh).
   uint32_t costSwitches = 0;
   uint64_t* costTrace = nullptr;
+  // Benchmark only: which executions store their statistics entry to host memory (DeviceView::
+  // statsMirrorMask; default every 64th, 0 every one, all bits set none until teardown).
+  uint64_t statsMirrorMask = 63;
 };
 
 enum class Status {

@@ -72,10 +72,14 @@ class SymmetricCommImpl final : public SymmetricComm {
   SymmetricConfig config_;
   LaunchOptions launch_;
   DeviceView view_{};
-  char* localBuffer_ = nullptr;             // cudaMalloc'd, exported through IPC
-  std::vector<char*> ipcOpened_;            // peer buffers opened with cudaIpcOpenMemHandle
-  DeviceControl* control_ = nullptr;        // device memory
-  volatile uint32_t* errorHost_ = nullptr;  // mapped pinned memory, HostWord entries (device_view.h)
+  char* localBuffer_ = nullptr;              // cudaMalloc'd, exported through IPC
+  std::vector<char*> ipcOpened_;             // peer buffers opened with cudaIpcOpenMemHandle
+  DeviceControl* control_ = nullptr;         // device memory
+  volatile uint32_t* errorHost_ = nullptr;   // mapped pinned memory, HostWord entries (device_view.h)
+  stats::KernelEntry* statsHost_ = nullptr;  // the statistics mirror (publishKernelStats), host address
+  // Teardown: the running entries (DeviceControl::stats) into the mirror, whole (the kernels store
+  // only every 64th execution there).
+  void flushKernelStats();
   // Call order (symmetric_order.cpp). serial_ is recorded after every call: by the host after an eager
   // launch, by a record node of the graph after a captured one; every call waits for it first.
   std::mutex orderMutex_;

@@ -41,6 +41,18 @@ bool SymmetricCommImpl::waitForOwnWork(int64_t boundMs) {
   }
 }
 
+void SymmetricCommImpl::flushKernelStats() {
+  if (statsHost_ == nullptr || control_ == nullptr) return;
+  // A stream of its own: nothing else on the device is waited for.
+  cudaStream_t s = nullptr;
+  if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess) {
+    if (cudaMemcpyAsync(statsHost_, control_->stats, sizeof(control_->stats), cudaMemcpyDeviceToHost, s) == cudaSuccess)
+      cudaStreamSynchronize(s);
+    cudaStreamDestroy(s);
+  }
+  cudaGetLastError();
+}
+
 void SymmetricCommImpl::release() {
   const RelaxedCaptureScope relaxed;  // first: the device switch below runs relaxed too
   const ScopedDevice onDevice(config_.device);
@@ -53,6 +65,7 @@ void SymmetricCommImpl::release() {
         config_.rank, static_cast<long long>(boundMs), aborted ? "the abort" : "teardown began",
         view_.layout.totalBytes, config_.device);
   } else {
+    flushKernelStats();
     for (char* p : ipcOpened_) cudaIpcCloseMemHandle(p);
     if (localBuffer_ != nullptr) cudaFree(localBuffer_);
     if (control_ != nullptr) cudaFree(control_);

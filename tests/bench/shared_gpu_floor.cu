@@ -13,7 +13,8 @@
 //                                 small-push-any-ranks] [--trace FILE]
 //                      [--eager-unbounded] [--stats]
 //
-// --stats runs every ordered symmetric row again with the live statistics on (rows named "+stats"):
+// --stats runs every ordered symmetric row again with the live statistics on (rows named "+stats"; and
+// "+stats-mirror-all" with every execution's entry stored to host memory, "+stats-mirror-none" with none):
 // the GPU's count and time of each execution (kernels/kernel_clock.cuh) and the host's count of each
 // call (plugin/call_stats.h, as the interposer does it), so that one run measures their cost.
 // --switches runs the earlier forms of the per-call path (SymmetricConfig::costSwitches), so that one
@@ -331,7 +332,10 @@ void ncclOneRank(const Options& o) {
   ncclCommDestroy(comm);
 }
 
-void symmetric(int n, const Options& o, bool ordered, double emptyGraphUs, double emptyEagerUs, bool withStats) {
+// withStats: the live statistics on, the kernels storing their entry to host memory when its count &
+// mirrorMask is 0 (the default: every 64th execution; 0: every one; all bits: never).
+void symmetric(int n, const Options& o, bool ordered, double emptyGraphUs, double emptyEagerUs, bool withStats,
+               uint64_t mirrorMask = symmem::kernels::kStatsMirrorMask) {
   ShmAllGather shm(n, 4096, 60000);
   std::vector<std::unique_ptr<SymmetricComm>> comms(n);
   // With statistics: the plugin's own counters, one lease per rank, as the interposer holds them.
@@ -359,6 +363,7 @@ void symmetric(int n, const Options& o, bool ordered, double emptyGraphUs, doubl
       c.orderStreams = ordered;
       c.programmaticLaunch = o.programmatic;
       c.costSwitches = o.switches;
+      c.statsMirrorMask = mirrorMask;
       if (!o.trace.empty()) {
         BENCH_CHECK_CUDA(cudaMalloc(&traces[r], symmem::kernels::kTraceCalls * symmem::kernels::kTraceWords * 8));
         c.costTrace = traces[r];
@@ -401,7 +406,10 @@ void symmetric(int n, const Options& o, bool ordered, double emptyGraphUs, doubl
   };
   for (const Path& p : paths) {
     std::string key = p.name;
-    const std::string name = std::string(p.name) + (withStats ? "+stats" : "");
+    const std::string name = std::string(p.name) + (!withStats                                        ? ""
+                                                    : mirrorMask == symmem::kernels::kStatsMirrorMask ? "+stats"
+                                                    : mirrorMask == 0 ? "+stats-mirror-all"
+                                                                      : "+stats-mirror-none");
     std::replace(key.begin(), key.end(), ' ', '-');
     if (!o.paths.empty() && ("," + o.paths + ",").find("," + key + ",") == std::string::npos) continue;
     for (const bool graph : {true, false}) {
@@ -637,7 +645,11 @@ int main(int argc, char** argv) {
     emit({n, "empty-kernel", "eager", false, 0, emptyEager}, emptyEager.median);
     for (const bool ordered : {true, false}) {
       symmetric(n, o, ordered, emptyGraph.median, emptyEager.median, false);
-      if (ordered && o.stats) symmetric(n, o, ordered, emptyGraph.median, emptyEager.median, true);
+      if (ordered && o.stats) {
+        symmetric(n, o, ordered, emptyGraph.median, emptyEager.median, true);
+        symmetric(n, o, ordered, emptyGraph.median, emptyEager.median, true, 0);
+        symmetric(n, o, ordered, emptyGraph.median, emptyEager.median, true, ~uint64_t{0});
+      }
     }
   }
   std::fclose(gCsv);

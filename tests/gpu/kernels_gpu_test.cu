@@ -604,7 +604,8 @@ TEST(KernelsGpu, CallsOnTwoStreamsRunInOrder) {
 }
 
 // The GPU's own count and time of every execution (kernels/kernel_clock.cuh), as symmem-stat reads
-// them: a graph of 64 calls (32 one-shot push of 4 KiB, 32 two-shot pull of 64 KiB) replayed 50 times
+// them (every 64th execution of an entry while the communicator lives, all of them after teardown): a
+// graph of 64 calls (32 one-shot push of 4 KiB, 32 two-shot pull of 64 KiB) replayed 50 times
 // is 3,200 executions per rank, each in its kind and size bucket. The sum of the kernels' GPU times
 // cannot exceed the replays' elapsed time (a communicator's calls never overlap), and each time lies
 // between its entry's min and max. Ranks as processes sharing GPU 0 where there is one GPU.
@@ -658,6 +659,15 @@ TEST(KernelsGpu, TheGpuCountsAndTimesEveryExecution) {
     float ms = 0;
     CUDA_OK(f, cudaEventElapsedTime(&ms, begin, end));
     RANK_CHECK(f, comm->deviceStatus() == Status::Ok, "deviceStatus %s", statusName(comm->deviceStatus()));
+    // While it lives, every 64th execution of an entry reaches the mirror; teardown copies the rest.
+    const uint64_t liveSmall = mirror[stats::kernelKind(false, 0) * stats::kBuckets + stats::sizeBucket(4096)].count;
+    RANK_CHECK(f, liveSmall % 64 == 0 && liveSmall <= kCalls / 2 * kReplays && liveSmall + 64 > kCalls / 2 * kReplays,
+               "before teardown the mirror shows %llu one-shot executions (every 64th of %d)",
+               static_cast<unsigned long long>(liveSmall), kCalls / 2 * kReplays);
+    shm.barrier(rank);
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    comm.reset();
     const stats::KernelEntry& small = mirror[stats::kernelKind(false, 0) * stats::kBuckets + stats::sizeBucket(4096)];
     const stats::KernelEntry& large = mirror[stats::kernelKind(true, 1) * stats::kBuckets + stats::sizeBucket(65536)];
     uint64_t everywhere = 0, sumNs = 0;
@@ -687,10 +697,6 @@ TEST(KernelsGpu, TheGpuCountsAndTimesEveryExecution) {
                    "64 KiB mean %.2f us; replays %.1f us per call elapsed\n",
                    kCalls * kReplays, small.sumNs / 1e3 / small.count, small.minNs / 1e3, small.maxNs / 1e3,
                    large.sumNs / 1e3 / large.count, elapsedNs / 1e3 / (kCalls * kReplays));
-    shm.barrier(rank);
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(graph);
-    comm.reset();
     cudaFree(buf);
     cudaFreeHost(mirror);
     cudaStreamDestroy(stream);
