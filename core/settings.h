@@ -29,6 +29,7 @@ enum class SettingId : int {
   SharedGpuTest,
   Stats,
   StatsDir,
+  StatsGpuTime,
   kCount
 };
 

@@ -101,6 +101,7 @@ struct DeviceView {
   // execution by default, since a store to host memory delays the kernel's completion; the rest reach
   // the mirror at teardown (SymmetricCommImpl::release).
   uint64_t statsMirrorMask;
+  uint32_t statsTimed;  // 1: time each execution (%globaltimer), 0: count it only
 };
 inline constexpr uint64_t kStatsMirrorMask = 63;
 

@@ -45,7 +45,7 @@ void SymmetricCommImpl::abort() {
   std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
-bool SymmetricCommImpl::publishKernelStats(stats::KernelEntry* hostMirror) {
+bool SymmetricCommImpl::publishKernelStats(stats::KernelEntry* hostMirror, bool timed) {
   if (hostMirror == nullptr) return false;
   const ScopedDevice onDevice(config_.device, ScopedDevice::Switch::WhenOther);
   void* device = nullptr;
@@ -55,6 +55,7 @@ bool SymmetricCommImpl::publishKernelStats(stats::KernelEntry* hostMirror) {
   }
   view_.statsMirror = static_cast<stats::KernelEntry*>(device);
   view_.statsMirrorMask = config_.statsMirrorMask;
+  view_.statsTimed = timed ? 1u : 0u;
   statsHost_ = hostMirror;
   return true;
 }

@@ -96,8 +96,11 @@ class SymmetricComm {
   // kKernelKinds x kBuckets entries, in pinned host memory mapped for the device: cudaHostRegister with
   // cudaHostRegisterMapped | cudaHostRegisterPortable), kernels/kernel_clock.cuh. Before the first call
   // only (the launches read it unlocked). False, and nothing timed, when the memory is not mapped.
-  virtual bool publishKernelStats(stats::KernelEntry* hostMirror) {
+  // `timed`: each execution's GPU time too (count, sum, min, max), else its count only: the clock costs
+  // about 0.2 us per call (docs/live-stats.md, "Cost"), the count alone next to nothing.
+  virtual bool publishKernelStats(stats::KernelEntry* hostMirror, bool timed = false) {
     (void)hostMirror;
+    (void)timed;
     return false;
   }
 

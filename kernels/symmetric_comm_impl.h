@@ -28,7 +28,7 @@ class SymmetricCommImpl final : public SymmetricComm {
 
   Status allReduce(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op, KernelChoice kernel,
                    cudaStream_t stream, bool* captured) override;
-  bool publishKernelStats(stats::KernelEntry* hostMirror) override;
+  bool publishKernelStats(stats::KernelEntry* hostMirror, bool timed) override;
   void abort() override;
   Status deviceStatus() const override;
   int waitedRank() const override;

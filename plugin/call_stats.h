@@ -69,6 +69,9 @@ class CallStats {
   // lease's own (counted in the header as untracked; said once).
   std::unique_ptr<CommCounters> lease(ncclComm_t comm);
   const stats::WrittenSegment& segment() const { return *segment_; }
+  // Whether the kernels time each execution too (SYMMEM_STATS_GPU_TIME), or only count it.
+  void timeKernels(bool on) { timeKernels_ = on; }
+  bool timesKernels() const { return timeKernels_; }
 
   // At exit: removes the file (readers would find a process that is gone).
   void removeFile();
@@ -86,6 +89,7 @@ class CallStats {
   std::mutex mutex_;
   bool gpuMapTried_ = false;
   bool gpuMapped_ = false;
+  bool timeKernels_ = false;
 };
 
 // Writes a slot's identity under its sequence word (odd while it changes).

@@ -218,7 +218,8 @@ void Interposer::attachCounters(ncclComm_t comm, CommState& state, int nRanks) {
     counters->describe(state.rank, nRanks, state.device, state.ready, path);
     if (state.ready && state.symmetric) {
       stats::KernelEntry* mirror = counters->gpuMirror();
-      if (mirror != nullptr && state.symmetric->publishKernelStats(mirror)) counters->markGpuTimed();
+      const bool timed = stats_->timesKernels();
+      if (mirror != nullptr && state.symmetric->publishKernelStats(mirror, timed) && timed) counters->markGpuTimed();
     }
     state.counters = std::move(counters);
   } catch (const std::exception& e) {

@@ -109,8 +109,11 @@ Interposer& Process::interposer() {
     RealNccl& real = nccl();
     reachable_.store(true, std::memory_order_release);  // an entry point was called: it may be called again
     interposer_ = std::make_unique<Interposer>(real, context_, symmetricSetupSteps(real, context_));
-    if (settings_.flag(SettingId::Stats) && settings_.flag(SettingId::Enable))
-      interposer_->enableStats(CallStats::open(settings_.text(SettingId::StatsDir)));
+    if (settings_.flag(SettingId::Stats) && settings_.flag(SettingId::Enable)) {
+      std::unique_ptr<CallStats> stats = CallStats::open(settings_.text(SettingId::StatsDir));
+      if (stats) stats->timeKernels(settings_.flag(SettingId::StatsGpuTime));
+      interposer_->enableStats(std::move(stats));
+    }
     // A forked child calls NCCL through the hooks too: the lock it needs is never inherited held. Its
     // counts go to memory of its own: the statistics file is its parent's.
     pthread_atfork([] { Process::get().interposer_->lockForFork(); },

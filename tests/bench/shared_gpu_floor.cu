@@ -13,10 +13,10 @@
 //                                 small-push-any-ranks] [--trace FILE]
 //                      [--eager-unbounded] [--stats]
 //
-// --stats runs every ordered symmetric row again with the live statistics on (rows named "+stats"; and
-// "+stats-mirror-all" with every execution's entry stored to host memory, "+stats-mirror-none" with none):
-// the GPU's count and time of each execution (kernels/kernel_clock.cuh) and the host's count of each
-// call (plugin/call_stats.h, as the interposer does it), so that one run measures their cost.
+// --stats runs every ordered symmetric row again with the live statistics on: "+stats" as the plugin
+// runs by default (the host counts each call, the kernels count their executions), "+stats-timed" as
+// with SYMMEM_STATS_GPU_TIME=1 (the kernels time them too), "+stats-timed-mirror-all" with every
+// execution's entry stored to host memory (kernels/kernel_clock.cuh), so that one run measures them.
 // --switches runs the earlier forms of the per-call path (SymmetricConfig::costSwitches), so that one
 // binary measures before and after. --trace FILE takes the one-shot push graph rows apart with the
 // kernel's own timestamps (cost_trace.cuh) and writes the means per rank and size to FILE.
@@ -335,7 +335,7 @@ void ncclOneRank(const Options& o) {
 // withStats: the live statistics on, the kernels storing their entry to host memory when its count &
 // mirrorMask is 0 (the default: every 64th execution; 0: every one; all bits: never).
 void symmetric(int n, const Options& o, bool ordered, double emptyGraphUs, double emptyEagerUs, bool withStats,
-               uint64_t mirrorMask = symmem::kernels::kStatsMirrorMask) {
+               bool timed = false, uint64_t mirrorMask = symmem::kernels::kStatsMirrorMask) {
   ShmAllGather shm(n, 4096, 60000);
   std::vector<std::unique_ptr<SymmetricComm>> comms(n);
   // With statistics: the plugin's own counters, one lease per rank, as the interposer holds them.
@@ -374,7 +374,7 @@ void symmetric(int n, const Options& o, bool ordered, double emptyGraphUs, doubl
       if (!comms[r]) {
         std::fprintf(stderr, "rank %d: %s\n", r, why.c_str());
         failed += 1;
-      } else if (withStats && !comms[r]->publishKernelStats(counters[r]->gpuMirror())) {
+      } else if (withStats && !comms[r]->publishKernelStats(counters[r]->gpuMirror(), timed)) {
         std::fprintf(stderr, "rank %d: the statistics could not be mapped for the GPU\n", r);
         failed += 1;
       }
@@ -406,10 +406,11 @@ void symmetric(int n, const Options& o, bool ordered, double emptyGraphUs, doubl
   };
   for (const Path& p : paths) {
     std::string key = p.name;
-    const std::string name = std::string(p.name) + (!withStats                                        ? ""
-                                                    : mirrorMask == symmem::kernels::kStatsMirrorMask ? "+stats"
-                                                    : mirrorMask == 0 ? "+stats-mirror-all"
-                                                                      : "+stats-mirror-none");
+    const char* suffix = !withStats                                        ? ""
+                         : mirrorMask != symmem::kernels::kStatsMirrorMask ? "+stats-timed-mirror-all"
+                         : timed                                           ? "+stats-timed"
+                                                                           : "+stats";
+    const std::string name = std::string(p.name) + suffix;
     std::replace(key.begin(), key.end(), ' ', '-');
     if (!o.paths.empty() && ("," + o.paths + ",").find("," + key + ",") == std::string::npos) continue;
     for (const bool graph : {true, false}) {
@@ -647,8 +648,8 @@ int main(int argc, char** argv) {
       symmetric(n, o, ordered, emptyGraph.median, emptyEager.median, false);
       if (ordered && o.stats) {
         symmetric(n, o, ordered, emptyGraph.median, emptyEager.median, true);
-        symmetric(n, o, ordered, emptyGraph.median, emptyEager.median, true, 0);
-        symmetric(n, o, ordered, emptyGraph.median, emptyEager.median, true, ~uint64_t{0});
+        symmetric(n, o, ordered, emptyGraph.median, emptyEager.median, true, true);
+        symmetric(n, o, ordered, emptyGraph.median, emptyEager.median, true, true, 0);
       }
     }
   }

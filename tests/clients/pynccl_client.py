@@ -1091,8 +1091,7 @@ class Rank:
                     f"live statistics show ranks {sorted(seen)} of {self.nranks}")
         for rank, (pid, symmetric, timed, calls, eager, captured, runs, buckets) in sorted(seen.items()):
             want = eager + captured * args.graph_replays
-            self.expect(symmetric and timed, f"rank {rank} (pid {pid}): symmetric {symmetric}, GPU-timed {timed} "
-                                             f"(the statistics folder must be on tmpfs for the GPU to write it)")
+            self.expect(symmetric, f"rank {rank} (pid {pid}): symmetric {symmetric}")
             self.expect(eager > 0 and (captured > 0 or not args.graph_replays),
                         f"rank {rank}: {eager} eager and {captured} captured symmetric calls counted")
             # The GPU publishes every 64th execution of each kind and size bucket while the communicator

@@ -628,7 +628,7 @@ TEST(KernelsGpu, TheGpuCountsAndTimesEveryExecution) {
       f.fail("create failed: %s", why.c_str());
       return f.count;
     }
-    RANK_CHECK(f, comm->publishKernelStats(mirror), "the mirror could not be mapped for the device");
+    RANK_CHECK(f, comm->publishKernelStats(mirror, /*timed=*/true), "the mirror could not be mapped for the device");
     cudaStream_t stream;
     CUDA_OK(f, cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     float* buf = nullptr;
