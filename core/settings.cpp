@@ -54,14 +54,15 @@ constexpr SettingSpec kSpecs[] = {
      "For testing only: ranks in separate processes that share one GPU form a symmetric communicator (each with its "
      "own NCCL_HOSTID; tests/multiproc/launch_ranks.py). Holds only when every rank sets it. No latency figures."},
     {SettingId::Stats, "SYMMEM_STATS", SettingType::Bool, "1", kNoLimit, kNoLimit, nullptr,
-     "Count every all-reduce by route and size, time the symmetric kernels on the GPU, and publish both for "
-     "symmem-stat (docs/live-stats.md). 0: no counters, no file, no timing code runs."},
+     "Count every all-reduce by route, reason, size and eager/captured, and publish the counts for symmem-stat "
+     "(docs/live-stats.md); about 1 ns per call. 0: no counters, no file."},
     {SettingId::StatsDir, "SYMMEM_STATS_DIR", SettingType::Path, "", kNoLimit, kNoLimit, nullptr,
      "Directory of the live statistics file (one per process, mode 0600). Unset: /dev/shm. symmem-stat reads the "
      "same variable."},
-    {SettingId::StatsGpuTime, "SYMMEM_STATS_GPU_TIME", SettingType::Bool, "0", kNoLimit, kNoLimit, nullptr,
-     "With SYMMEM_STATS: the GPU time of every symmetric kernel execution too (mean, min, max in symmem-stat). "
-     "Costs about 0.2 us per call; without it the kernels count their executions only."},
+    {SettingId::StatsGpu, "SYMMEM_STATS_GPU", SettingType::Choice, "off", kNoLimit, kNoLimit, "off|count|time",
+     "With SYMMEM_STATS: what the symmetric kernels add themselves, which graph replays need (the host sees a "
+     "captured call once). count: every execution (+0.11 us per call measured); time: its GPU time too (+0.24 us); "
+     "off: nothing, the kernels unchanged."},
 };
 static_assert(std::size(kSpecs) == static_cast<size_t>(SettingId::kCount), "one spec per SettingId");
 

@@ -29,7 +29,7 @@ enum class SettingId : int {
   SharedGpuTest,
   Stats,
   StatsDir,
-  StatsGpuTime,
+  StatsGpu,
   kCount
 };
 

@@ -69,9 +69,10 @@ class CallStats {
   // lease's own (counted in the header as untracked; said once).
   std::unique_ptr<CommCounters> lease(ncclComm_t comm);
   const stats::WrittenSegment& segment() const { return *segment_; }
-  // Whether the kernels time each execution too (SYMMEM_STATS_GPU_TIME), or only count it.
-  void timeKernels(bool on) { timeKernels_ = on; }
-  bool timesKernels() const { return timeKernels_; }
+  // What the kernels add themselves (SYMMEM_STATS_GPU): nothing, each execution, or its time too.
+  enum class Gpu { Off, Count, Time };
+  void setGpu(Gpu gpu) { gpu_ = gpu; }
+  Gpu gpu() const { return gpu_; }
 
   // At exit: removes the file (readers would find a process that is gone).
   void removeFile();
@@ -89,7 +90,7 @@ class CallStats {
   std::mutex mutex_;
   bool gpuMapTried_ = false;
   bool gpuMapped_ = false;
-  bool timeKernels_ = false;
+  Gpu gpu_ = Gpu::Off;
 };
 
 // Writes a slot's identity under its sequence word (odd while it changes).

@@ -216,9 +216,9 @@ void Interposer::attachCounters(ncclComm_t comm, CommState& state, int nRanks) {
       path = "NCCL: " + state.why;
     }
     counters->describe(state.rank, nRanks, state.device, state.ready, path);
-    if (state.ready && state.symmetric) {
+    if (state.ready && state.symmetric && stats_->gpu() != CallStats::Gpu::Off) {
       stats::KernelEntry* mirror = counters->gpuMirror();
-      const bool timed = stats_->timesKernels();
+      const bool timed = stats_->gpu() == CallStats::Gpu::Time;
       if (mirror != nullptr && state.symmetric->publishKernelStats(mirror, timed) && timed) counters->markGpuTimed();
     }
     state.counters = std::move(counters);

@@ -111,7 +111,11 @@ Interposer& Process::interposer() {
     interposer_ = std::make_unique<Interposer>(real, context_, symmetricSetupSteps(real, context_));
     if (settings_.flag(SettingId::Stats) && settings_.flag(SettingId::Enable)) {
       std::unique_ptr<CallStats> stats = CallStats::open(settings_.text(SettingId::StatsDir));
-      if (stats) stats->timeKernels(settings_.flag(SettingId::StatsGpuTime));
+      const std::string& gpu = settings_.text(SettingId::StatsGpu);
+      if (stats)
+        stats->setGpu(gpu == "time"    ? CallStats::Gpu::Time
+                      : gpu == "count" ? CallStats::Gpu::Count
+                                       : CallStats::Gpu::Off);
       interposer_->enableStats(std::move(stats));
     }
     // A forked child calls NCCL through the hooks too: the lock it needs is never inherited held. Its

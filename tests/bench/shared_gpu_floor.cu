@@ -14,8 +14,8 @@
 //                      [--eager-unbounded] [--stats]
 //
 // --stats runs every ordered symmetric row again with the live statistics on: "+stats" as the plugin
-// runs by default (the host counts each call, the kernels count their executions), "+stats-timed" as
-// with SYMMEM_STATS_GPU_TIME=1 (the kernels time them too), "+stats-timed-mirror-all" with every
+// runs with SYMMEM_STATS_GPU=count (the host counts each call, the kernels their executions), "+stats-timed" as
+// with SYMMEM_STATS_GPU=time (the kernels time them too), "+stats-timed-mirror-all" with every
 // execution's entry stored to host memory (kernels/kernel_clock.cuh), so that one run measures them.
 // --switches runs the earlier forms of the per-call path (SymmetricConfig::costSwitches), so that one
 // binary measures before and after. --trace FILE takes the one-shot push graph rows apart with the
