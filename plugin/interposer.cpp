@@ -321,6 +321,17 @@ std::optional<kernels::KernelChoice> Interposer::symmetricChoice(const AllReduce
                                d.variant);
 }
 
+std::optional<kernels::KernelChoice> Interposer::kernelFor(const AllReduceCall& c, CommState* state) {
+  if (state == nullptr || !state->ready) {
+    countCall(c, state, state == nullptr ? stats::Route::NcclBeforeSetup : stats::Route::NcclPathOff);
+    return std::nullopt;
+  }
+  stats::Route nccl = stats::Route::NcclTable;
+  std::optional<kernels::KernelChoice> kernel = symmetricChoice(c, *state, &nccl);
+  if (!kernel) countCall(c, state, nccl);
+  return kernel;
+}
+
 ncclResult_t Interposer::route(const AllReduceCall& c) {
   const DataType dtype = c.dtype;
   const ReduceOp rop = c.rop;
@@ -339,16 +350,8 @@ ncclResult_t Interposer::route(const AllReduceCall& c) {
   try {
     std::shared_ptr<CommState> state = find(c.comm);
     if (state == nullptr) state = setUp(c.comm, c.stream);
-    if (state == nullptr || !state->ready) {
-      countCall(c, state.get(), state == nullptr ? stats::Route::NcclBeforeSetup : stats::Route::NcclPathOff);
-      return forward(c);
-    }
-    stats::Route nccl = stats::Route::NcclTable;
-    const std::optional<kernels::KernelChoice> kernel = symmetricChoice(c, *state, &nccl);
-    if (!kernel) {
-      countCall(c, state.get(), nccl);
-      return forward(c);
-    }
+    const std::optional<kernels::KernelChoice> kernel = kernelFor(c, state.get());
+    if (!kernel) return forward(c);
     return launch(c, *state, *kernel);
   } catch (const std::exception& e) {
     if (!point.passed()) throw;

@@ -175,6 +175,9 @@ class Interposer {
   void countCall(const AllReduceCall& c, CommState* state, stats::Route route,
                  std::optional<bool> captured = std::nullopt);
   CommCounters* earlyCounters(ncclComm_t comm);
+  // The kernel for this call on `state` (null: not set up), or nullopt, the call then counted on the
+  // NCCL route it takes (before setup, path off, or the table's).
+  std::optional<kernels::KernelChoice> kernelFor(const AllReduceCall& c, CommState* state);
   // The counters a new state takes over: those kept since the communicator's first call, or new ones.
   void attachCounters(ncclComm_t comm, CommState& state, int nRanks);
   // Launches the symmetric kernel, then records the call's completion event after it; a call the

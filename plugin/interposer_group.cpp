@@ -66,16 +66,8 @@ ncclResult_t Interposer::hold(const AllReduceCall& c) {
     countCall(c, nullptr, stats::Route::NcclBeforeSetup);
     return forward(c);
   }
-  if (!state->ready) {
-    countCall(c, state.get(), stats::Route::NcclPathOff);
-    return forward(c);
-  }
-  stats::Route nccl = stats::Route::NcclTable;
-  const std::optional<kernels::KernelChoice> kernel = symmetricChoice(c, *state, &nccl);
-  if (!kernel) {
-    countCall(c, state.get(), nccl);
-    return forward(c);
-  }
+  const std::optional<kernels::KernelChoice> kernel = kernelFor(c, state.get());
+  if (!kernel) return forward(c);
   try {
     heldCalls().push_back({c, std::move(state), *kernel});
   } catch (const std::exception&) {
