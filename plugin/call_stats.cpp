@@ -231,6 +231,7 @@ void CallStats::detachInForkedChild() {
   new (&mutex_) std::mutex;  // a thread the child does not have may have held it
   gpuMapped_ = false;
   gpuMapTried_ = true;
+  forkedChild_ = true;
 }
 
 }  // namespace symmem

@@ -79,6 +79,7 @@ class CallStats {
   // In a forked child: the file and its mapping are the parent's. The child keeps counting into
   // private memory at the same addresses and removes nothing.
   void detachInForkedChild();
+  bool inForkedChild() const { return forkedChild_; }
 
  private:
   friend class CommCounters;
@@ -91,6 +92,7 @@ class CallStats {
   bool gpuMapTried_ = false;
   bool gpuMapped_ = false;
   Gpu gpu_ = Gpu::Off;
+  bool forkedChild_ = false;
 };
 
 // Writes a slot's identity under its sequence word (odd while it changes).

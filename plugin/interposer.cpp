@@ -257,7 +257,8 @@ void Interposer::countCall(const AllReduceCall& c, CommState* state, stats::Rout
 }
 
 void Interposer::atExit() {
-  if (!stats_) return;
+  // A forked child (a data loader's worker, say) holds its parent's communicators: not its to sum up.
+  if (!stats_ || stats_->inForkedChild()) return;
   try {
     std::shared_lock lock(mutex_);
     auto say = [](ncclComm_t comm, const CommCounters& k) {
@@ -301,7 +302,7 @@ ncclResult_t Interposer::allReduceConfig(const void* sendbuff, void* recvbuff, s
   if (!verdict.symmetricAllowed) {
     SYMMEM_TRACE(kLogColl, "allreduce with a configuration (%s) on comm %p: NCCL", verdict.why,
                  static_cast<void*>(comm));
-    countCall(c, find(comm).get(), stats::Route::NcclConfig);
+    if (stats_) countCall(c, find(comm).get(), stats::Route::NcclConfig);
     return forward(c);
   }
   return route(c);
@@ -339,7 +340,7 @@ ncclResult_t Interposer::route(const AllReduceCall& c) {
   // with the path off still takes part in the setup vote, so that every rank posts the same
   // collectives (setup_vote.h).
   if (c.count == 0 || !symmetricSupports(dtype, rop)) {
-    countCall(c, find(c.comm).get(), stats::Route::NcclTypeOrOp);
+    if (stats_) countCall(c, find(c.comm).get(), stats::Route::NcclTypeOrOp);  // no lookup when off
     return forward(c);
   }
   if (inGroup()) return hold(c);

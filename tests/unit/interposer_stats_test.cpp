@@ -221,5 +221,28 @@ TEST_F(InterposerStatsTest, TheFileIsWhatAReaderSees) {
   EXPECT_NE(access(path.c_str(), F_OK), 0) << "removed at exit";
 }
 
+// What a forked child does at its exit (the atfork handler's detach, taken here in this process): it
+// neither sums up its parent's communicators nor removes its parent's file.
+TEST_F(InterposerStatsTest, AForkedChildLeavesItsParentsFileAndLinesAlone) {
+  std::vector<std::string> info;
+  setLogSinkForTesting([&](LogLevel level, const std::string& text) {
+    if (level == LogLevel::Info) info.push_back(text);
+  });
+  testing::TempDir dir("symmem-stats");
+  Interposer ip = make(true);
+  ip.enableStats(CallStats::open(dir.path()));
+  const std::string path = ip.callStats()->segment().path();
+  ip.allReduce(buf, buf, 8, ncclBfloat16, ncclSum, fakeComm(0x7800, 2), nullptr);
+  ip.statsAfterFork();
+  ip.allReduce(buf, buf, 8, ncclBfloat16, ncclSum, fakeComm(0x7800, 2), nullptr);  // counted in its own memory
+  ip.atExit();
+  EXPECT_EQ(access(path.c_str(), F_OK), 0) << "the parent's file stays";
+  for (const std::string& line : info) EXPECT_EQ(line.find(" at exit: "), std::string::npos) << line;
+  const stats::SegmentRead read = stats::readSegment(path);
+  ASSERT_EQ(read.outcome, stats::SegmentRead::Outcome::Ok) << read.error;
+  ASSERT_EQ(read.snapshot.comms.size(), 1u);
+  EXPECT_EQ(read.snapshot.comms[0].routeCalls(Route::OneShotPush), 1u) << "the child's call is not the parent's";
+}
+
 }  // namespace
 }  // namespace symmem
