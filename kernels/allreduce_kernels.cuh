@@ -187,11 +187,12 @@ __device__ __forceinline__ void oneShotPush(const DeviceView& v, const OneShotPl
   trace.store(st.round);
 }
 
-template <typename T, int OP>
+// kClocked: KernelClock<true> compiled in (kernel_clock.cuh), for communicators that publish statistics.
+template <typename T, int OP, bool kClocked>
 __global__ void __launch_bounds__(kMaxThreads)
     oneShotAllReduce(const __grid_constant__ DeviceView v, const T* send, T* recv, size_t count, int variant) {
   const bool triggerFirst = (v.costSwitches & kTriggerBeforeWait) != 0u;
-  KernelClock clock(v, clockKind(false, variant), count * sizeof(T));
+  KernelClock<kClocked> clock(v, clockKind(false, variant), count * sizeof(T));
   if (variant == kPull) {
     programmaticHandshake(triggerFirst);
     clock.start();
@@ -217,7 +218,7 @@ __global__ void __launch_bounds__(kMaxThreads)
 //               bounded at N. 1.21-1.25 us per call at 2 ranks sharing one H200 against the generic
 //               kernel's 1.71-1.79 (docs/kernels.md, "The small-message kernel", "The ladder").
 //               kTraced: the cost trace compiled in (the benchmark's instance; without it, no trace
-//               code at all).
+//               code at all). kClocked: the kernel clock compiled in (kernel_clock.cuh).
 // Requires:     what oneShotAllReduce requires, and one vector per thread of a single block
 //               (vectors <= blockDim.x <= kMaxThreads), nRanks == N where N > 0. Shares the one-shot
 //               round records, buffers and rotation with oneShotAllReduce, so calls of either follow
@@ -225,7 +226,7 @@ __global__ void __launch_bounds__(kMaxThreads)
 // Launch shape: launchShape(vectors): one block of 32-512 threads.
 // Size range:   8 B - 8 KiB.
 // ==================================================================================================
-template <typename T, int OP, int N, bool kTraced>
+template <typename T, int OP, int N, bool kTraced, bool kClocked>
 __global__ void __launch_bounds__(kMaxThreads)
     oneShotSmallPush(const __grid_constant__ DeviceView v, const T* send, T* recv, size_t count) {
   static_assert(N == 0 || (N >= 2 && N <= kMaxRanks), "a communicator of 2 to kMaxRanks ranks, or 0: any");
@@ -233,7 +234,7 @@ __global__ void __launch_bounds__(kMaxThreads)
   constexpr int kPeers = N > 0 ? N : kMaxRanks;  // the unrolled peer loops' bound
   const OneShotPlan p = planOneShot<T>(v, send, recv, count);
   const int n = N > 0 ? N : p.nRanks;
-  KernelClock clock(v, clockKind(false, kPush), count * sizeof(T));
+  KernelClock<kClocked> clock(v, clockKind(false, kPush), count * sizeof(T));
   CostTrace<kTraced> trace(p.trace);
   trace.mark(kMarkEntry);
   programmaticHandshake(false);
@@ -381,10 +382,10 @@ __device__ __forceinline__ void twoShotPush(const DeviceView& v, const T* send, 
   endLaunch(v, ctl, st.round, paddedBytes(chunk * sizeof(T)));
 }
 
-template <typename T, int OP>
+template <typename T, int OP, bool kClocked>
 __global__ void __launch_bounds__(kMaxThreads)
     twoShotAllReduce(const __grid_constant__ DeviceView v, const T* send, T* recv, size_t count, int variant) {
-  KernelClock clock(v, clockKind(true, variant), count * sizeof(T));
+  KernelClock<kClocked> clock(v, clockKind(true, variant), count * sizeof(T));
   programmaticHandshake((v.costSwitches & kTriggerBeforeWait) != 0u);
   clock.start();
   if (variant == kPull)

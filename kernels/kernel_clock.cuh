@@ -3,10 +3,13 @@
 // The GPU's own count (and, when asked, time) of every symmetric kernel execution
 // (docs/live-stats.md): what a graph replay never tells the host. Off unless asked
 // (SYMMEM_STATS_GPU=count: +0.11 us per call at 2 ranks on one H200; =time, DeviceView::statsTimed:
-// +0.24 us).  Thread 0 of block 0
-// notes %globaltimer once the previous kernel on the stream has completed (after the programmatic wait) and again after
-// its last store, and adds the execution to its communicator's entry for (kernel kind, size bucket): count, sum, min,
-// max.
+// +0.24 us). Compiled only into the kernels' clocked instances (KernelClock<true>, launched when a
+// communicator publishes its statistics, allreduce_kernels_clocked.cu): compiled into every kernel
+// and switched off at run time, it cost 0.04-0.06 us per one-shot call and 0.15-0.22 us per two-shot
+// call on one H200 (docs/live-stats.md, "Cost"). Thread 0 of block 0 notes %globaltimer once the
+// previous kernel on the stream has completed (after the programmatic wait) and again after its last
+// store, and adds the execution to its communicator's entry for (kernel kind, size bucket): count,
+// sum, min, max.
 //
 // Where: the running entry lives in device memory (DeviceControl::stats), read at the start, so its
 // load is in flight while the kernel works and nothing waits for it at the end; the updated entry is
@@ -15,8 +18,7 @@
 // the running entries there whole. (A store to host memory in every execution cost 0.19-0.22 us per
 // call: the kernel's completion waits for it; docs/live-stats.md, "Cost".) Executions of
 // one communicator follow each other (symmetric_order.cpp), so one entry has one writer at a time.
-// statsMirror null (SYMMEM_STATS=0, or the file could not be mapped for the GPU): nothing runs but one
-// uniform branch per mark.
+// KernelClock<false>, what every launch without statistics runs: no code, no register.
 #include <cstdint>
 
 #include "core/call_stats_layout.h"
@@ -34,11 +36,12 @@ __device__ __forceinline__ int statsBucket(uint64_t bytes) {
 __device__ __forceinline__ int clockKind(bool twoShot, int variant) { return (twoShot ? 3 : 0) + variant; }
 static_assert(stats::kKernelKinds == 6, "three variants of each algorithm");
 
+template <bool kOn>
 class KernelClock {
  public:
   // Before the programmatic wait: parameters only (the constant bank), no memory read.
   __device__ __forceinline__ KernelClock(const DeviceView& v, int kind, uint64_t bytes)
-      : on_(v.statsMirror != nullptr && blockIdx.x == 0 && threadIdx.x == 0) {
+      : on_(blockIdx.x == 0 && threadIdx.x == 0) {
     if (!on_) return;
     const int at = kind * stats::kBuckets + statsBucket(bytes);
     running_ = &v.control->stats[0][0] + at;
@@ -110,6 +113,14 @@ class KernelClock {
   bool timed_ = false;
   uint4 lo_{}, hi_{};
   uint64_t t0_ = 0;
+};
+
+template <>
+class KernelClock<false> {
+ public:
+  __device__ __forceinline__ KernelClock(const DeviceView&, int, uint64_t) {}
+  __device__ __forceinline__ void start() {}
+  __device__ __forceinline__ void stop() {}
 };
 
 }  // namespace symmem::kernels::device

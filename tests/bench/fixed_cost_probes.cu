@@ -403,9 +403,9 @@ const void* commKernel(int p) {
     case kLadderReceived:
       return reinterpret_cast<const void*>(ladderKernel<kLadderPlan | kLadderRecords | kLadderReceive>);
     case kSmallKernelTrace:
-      return reinterpret_cast<const void*>(dev::oneShotSmallPush<float, dev::kSum, 2, true>);
+      return reinterpret_cast<const void*>(dev::oneShotSmallPush<float, dev::kSum, 2, true, false>);
     default:
-      return reinterpret_cast<const void*>(dev::oneShotSmallPush<float, dev::kSum, 2, false>);
+      return reinterpret_cast<const void*>(dev::oneShotSmallPush<float, dev::kSum, 2, false, false>);
   }
 }
 
