@@ -7,6 +7,7 @@
 // (the interposer passes one built on pncclAllGather; tests and tools pass their own).
 #include <cuda_runtime_api.h>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -49,6 +50,13 @@ struct SymmetricConfig {
                                    // launch overlaps the previous kernel; semantics unchanged
   bool orderStreams = true;        // calls run in call order whatever their streams, eager or captured, as
                                    // NCCL's do (symmetric_order.cpp); off only to measure what that costs
+  // The two halves the halves variant runs over (core/sym_variant.h; topology/halves.h finds them):
+  // halfOf[r], 0 or 1, for every rank r < nRanks, two equal halves of at least 2 ranks each, half 0
+  // holding rank 0; ranks are paired across the middle by their position in their half. Every rank
+  // must pass the same halves (setup compares them: ranks that disagree get no comm, all of them).
+  // halves false: none, and a call in the halves variant is Unsupported.
+  bool halves = false;
+  std::array<uint8_t, 8> halfOf{};
   // Benchmark only (tests/bench/shared_gpu_floor.cu): CostSwitch bits (device_view.h), earlier forms
   // of the per-call path kept to measure what replacing them saved, and a device array of
   // kTraceCalls x kTraceWords timestamps that one-shot push launches fill (cost_trace.cuh).
