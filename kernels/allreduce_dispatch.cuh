@@ -55,6 +55,11 @@ cudaError_t launchTyped(bool twoShot, const DeviceView& view, const void* send, 
   const size_t vectors =
       twoShot ? vectorCount(chunkElems(count, sizeof(T), view.nRanks) * sizeof(T)) : vectorCount(count * sizeof(T));
   const LaunchShape shape = launchShape(vectors, options.maxBlocks);
+  if (variant == device::kHalves)
+    return twoShot ? launchSmall(device::twoShotHalvesAllReduce<T, OP, kClocked>, shape, options, stream, view, send,
+                                 recv, count)
+                   : launchSmall(device::oneShotHalvesAllReduce<T, OP, kClocked>, shape, options, stream, view, send,
+                                 recv, count);
   if (twoShot)
     return launchWith(device::twoShotAllReduce<T, OP, kClocked>, shape, options, stream, view, send, recv, count,
                       variant);
@@ -97,7 +102,8 @@ cudaError_t launchAllReduceAs(bool twoShot, const DeviceView& view, const void* 
                               cudaStream_t stream) {
   static_assert(static_cast<int>(SymVariant::Push) == device::kPush &&
                 static_cast<int>(SymVariant::Pull) == device::kPull &&
-                static_cast<int>(SymVariant::Staged) == device::kStaged);
+                static_cast<int>(SymVariant::Staged) == device::kStaged &&
+                static_cast<int>(SymVariant::Halves) == device::kHalves);
   const int v = static_cast<int>(variant);
   switch (dtype) {
     case DataType::Float32:

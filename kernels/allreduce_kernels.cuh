@@ -12,11 +12,13 @@
 //   programmatic_launch.h  the launch handshake with the previous and next kernel
 //   param_staging.cuh    parameters kept in registers across the programmatic wait
 //   pull_flags.cuh       the pull variants' tile announcements
+//   allreduce_halves.cuh the halves variant (reduce inside each half, cross the middle once per GPU)
 //   cost_trace.cuh       benchmark-only timestamps (one-shot push)
 //   kernel_clock.cuh     the GPU's count and time of every execution, for symmem-stat
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/allreduce_halves.cuh"
 #include "kernels/bounded_wait.cuh"
 #include "kernels/cost_trace.cuh"
 #include "kernels/device_view.h"
@@ -44,7 +46,7 @@ namespace symmem::kernels::device {
 //               message, against 2(n-1)/n x for two-shot, so the more ranks, the earlier two-shot wins.
 // ==================================================================================================
 // The variant a launch runs (the kernels' argument; core/sym_variant.h's values).
-enum Variant : int { kPush = 0, kPull = 1, kStaged = 2 };
+enum Variant : int { kPush = 0, kPull = 1, kStaged = 2, kHalves = 3 };
 
 // What a one-shot push or staged launch takes from its parameters and its launch shape, read before
 // the programmatic wait and staged through shared memory there (param_staging.cuh: otherwise the
@@ -392,6 +394,27 @@ __global__ void __launch_bounds__(kMaxThreads)
     twoShotPull<T, OP>(v, send, recv, count);
   else
     twoShotPush<T, OP>(v, send, recv, count, variant == kStaged);
+  clock.stop();
+}
+
+// The halves variant's kernels (allreduce_halves.cuh), one-shot and two-shot: two kernels, so that
+// neither carries the other's registers.
+template <typename T, int OP, bool kClocked>
+__global__ void __launch_bounds__(kMaxThreads)
+    oneShotHalvesAllReduce(const __grid_constant__ DeviceView v, const T* send, T* recv, size_t count) {
+  KernelClock<kClocked> clock(v, clockKind(false, kHalves), count * sizeof(T));
+  programmaticHandshake((v.costSwitches & kTriggerBeforeWait) != 0u);
+  clock.start();
+  oneShotHalves<T, OP>(v, send, recv, count);
+  clock.stop();
+}
+template <typename T, int OP, bool kClocked>
+__global__ void __launch_bounds__(kMaxThreads)
+    twoShotHalvesAllReduce(const __grid_constant__ DeviceView v, const T* send, T* recv, size_t count) {
+  KernelClock<kClocked> clock(v, clockKind(true, kHalves), count * sizeof(T));
+  programmaticHandshake((v.costSwitches & kTriggerBeforeWait) != 0u);
+  clock.start();
+  twoShotHalves<T, OP>(v, send, recv, count);
   clock.stop();
 }
 

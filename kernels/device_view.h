@@ -102,6 +102,12 @@ struct DeviceView {
   // the mirror at teardown (SymmetricCommImpl::release).
   uint64_t statsMirrorMask;
   uint32_t statsTimed;  // 1: time each execution (%globaltimer), 0: count it only
+  // The halves (SymmetricConfig::halves; layout.halves says whether there are any): this rank's half
+  // (0 or 1), the other ranks of its half, and each rank's partner, the rank at its position in the
+  // other half.
+  int half;
+  uint32_t islandPeers;
+  uint8_t partnerOf[kMaxRanks];
 };
 inline constexpr uint64_t kStatsMirrorMask = 63;
 

@@ -13,7 +13,7 @@
 namespace symmem::kernels {
 
 size_t symmetricBufferBytes(const SymmetricConfig& config) {
-  return makeLayout(config.nRanks, config.oneShotMaxBytes, config.twoShotMaxBytes).totalBytes;
+  return makeLayout(config.nRanks, config.oneShotMaxBytes, config.twoShotMaxBytes, config.halves).totalBytes;
 }
 
 const char* statusName(Status status) {
@@ -73,6 +73,7 @@ Status SymmetricCommImpl::allReduce(const void* send, void* recv, size_t count, 
   if (deviceStatus() != Status::Ok) return Status::PeerTimeout;
   const size_t elemBytes = dataTypeSize(dtype);
   if (count == 0 || !symmetricSupports(dtype, op)) return Status::Unsupported;
+  if (kernel.variant == SymVariant::Halves && !view_.layout.halves) return Status::Unsupported;
   const size_t bytes = count * elemBytes;
   const bool twoShot = kernel.algorithm == Algorithm::TwoShot;
   if (twoShot ? !twoShotFits(view_.layout, bytes) : !oneShotFits(view_.layout, bytes)) return Status::Unsupported;

@@ -12,6 +12,8 @@
 //                                                             of this rank's chunk (two-shot phase 1)
 //   [gather]    kRounds x nRanks slots of chunkSlotBytes      slot (round, src) receives rank src's
 //                                                             reduced chunk (two-shot phase 2)
+//   [cross]     halves only (below): kRounds x 2 slots of oneShotSlotBytes, then kRounds x 4 slots of
+//               chunkSlotBytes: the partner's partial sums (one-shot, then two-shot)
 //   [flags]     3 regions x nRanks x tiles of 8 bytes         pull variants: flag (region, src, tile) is
 //                                                             set by rank src once its tile is published
 //   [check]     nRanks x kCheckBytes                          setup-time P2P pattern, one area per writer
@@ -20,6 +22,14 @@
 // (round, r) of the one-shot region its input, in the scatter slots (round, q) its copy of chunk q
 // (for rank q to read), in the gather slot (round, r) its reduced chunk; peers read them over P2P
 // once the tile's flag (a round number, so it only grows) has reached their round.
+//
+// The halves variant (allreduce_halves.cuh) uses the one-shot, scatter and gather slots as the push
+// variant does, each rank writing only to the ranks of its own half, and receives its partner's
+// partial sums (the reduction of the other half) in the cross slots: a partial is one vector of T
+// per vector of the message (part 0), or for 16-bit sums and products, accumulated in fp32, two fp32
+// vectors (parts 0 and 1: elements 0-3 and 4-7). One-shot: cross slot (round, part). Two-shot: cross
+// slot (round, 2 * half + part) holds the partial of the chunk of the pair's rank in `half`. A
+// receiver re-arms each cross packet as soon as it has read it (no round record counts them).
 //
 // Every slot starts at a multiple of kSlotAlign; every slot holds whole 16-byte vectors.
 #include <cstddef>
@@ -102,6 +112,9 @@ struct SymmetricLayout {
   size_t oneShotOffset = 0;
   size_t scatterOffset = 0;
   size_t gatherOffset = 0;
+  bool halves = false;        // the cross slots exist
+  size_t oneCrossOffset = 0;  // kOneShotCrossSlots slots of oneShotSlotBytes per round buffer
+  size_t twoCrossOffset = 0;  // kTwoShotCrossSlots slots of chunkSlotBytes per round buffer
   size_t flagOffset = 0;
   size_t tilesPerRegion = 0;  // room for this many tiles per (region, source)
   size_t checkOffset = 0;
@@ -122,7 +135,12 @@ SYMMEM_HD constexpr size_t maxTiles(size_t oneShotMaxBytes, size_t twoShotMaxByt
   return one > two ? one : two;
 }
 
-SYMMEM_HD constexpr SymmetricLayout makeLayout(int nRanks, size_t oneShotMaxBytes, size_t twoShotMaxBytes) {
+// Cross slots per round buffer: parts 0 and 1 of the one-shot partial; (half, part) of the two-shot's.
+inline constexpr int kOneShotCrossSlots = 2;
+inline constexpr int kTwoShotCrossSlots = 4;
+
+SYMMEM_HD constexpr SymmetricLayout makeLayout(int nRanks, size_t oneShotMaxBytes, size_t twoShotMaxBytes,
+                                               bool halves = false) {
   SymmetricLayout l;
   l.nRanks = nRanks;
   l.oneShotMaxBytes = oneShotMaxBytes;
@@ -133,7 +151,10 @@ SYMMEM_HD constexpr SymmetricLayout makeLayout(int nRanks, size_t oneShotMaxByte
   l.oneShotOffset = 0;
   l.scatterOffset = l.oneShotOffset + kRounds * n * l.oneShotSlotBytes;
   l.gatherOffset = l.scatterOffset + kRounds * n * l.chunkSlotBytes;
-  l.flagOffset = l.gatherOffset + kRounds * n * l.chunkSlotBytes;
+  l.halves = halves;
+  l.oneCrossOffset = l.gatherOffset + kRounds * n * l.chunkSlotBytes;
+  l.twoCrossOffset = l.oneCrossOffset + (halves ? kRounds * kOneShotCrossSlots * l.oneShotSlotBytes : 0);
+  l.flagOffset = l.twoCrossOffset + (halves ? kRounds * kTwoShotCrossSlots * l.chunkSlotBytes : 0);
   l.tilesPerRegion = maxTiles(oneShotMaxBytes, twoShotMaxBytes, nRanks);
   l.checkOffset = l.flagOffset + roundUp(kPullRegions * n * l.tilesPerRegion * kFlagBytes, kSlotAlign);
   l.totalBytes = l.checkOffset + n * kCheckBytes;
@@ -148,6 +169,12 @@ SYMMEM_HD constexpr size_t scatterSlotOffset(const SymmetricLayout& l, int buffe
 }
 SYMMEM_HD constexpr size_t gatherSlotOffset(const SymmetricLayout& l, int buffer, int srcRank) {
   return l.gatherOffset + (static_cast<size_t>(buffer) * l.nRanks + srcRank) * l.chunkSlotBytes;
+}
+SYMMEM_HD constexpr size_t oneShotCrossOffset(const SymmetricLayout& l, int buffer, int part) {
+  return l.oneCrossOffset + (static_cast<size_t>(buffer) * kOneShotCrossSlots + part) * l.oneShotSlotBytes;
+}
+SYMMEM_HD constexpr size_t twoShotCrossOffset(const SymmetricLayout& l, int buffer, int slot) {
+  return l.twoCrossOffset + (static_cast<size_t>(buffer) * kTwoShotCrossSlots + slot) * l.chunkSlotBytes;
 }
 SYMMEM_HD constexpr size_t pullFlagOffset(const SymmetricLayout& l, int region, int srcRank, size_t tile) {
   return l.flagOffset + ((static_cast<size_t>(region) * l.nRanks + srcRank) * l.tilesPerRegion + tile) * kFlagBytes;

@@ -25,6 +25,7 @@
 #include "core/log.h"
 #include "core/symmetric_limits.h"
 #include "kernels/capture_mode.h"
+#include "kernels/halves_plan.h"
 #include "kernels/kernel_image.h"
 #include "kernels/scoped_device.h"
 #include "kernels/setup_kernels.h"
@@ -34,7 +35,7 @@ namespace symmem::kernels {
 namespace {
 
 constexpr uint32_t kSetupMagic = 0x53594d4du;  // "SYMM"
-constexpr uint32_t kSetupVersion = 1;
+constexpr uint32_t kSetupVersion = 2;
 constexpr size_t kReasonBytes = 160;
 static_assert(kSymmetricMaxRanks == kMaxRanks, "core/symmetric_limits.h and the kernels agree on the ranks");
 
@@ -53,6 +54,8 @@ struct FactsRecord {
   uint64_t twoShotMaxBytes;
   uint64_t bufferBytes;
   uint64_t bufferAddress;  // valid in the owner's process only (used by peers of the same process)
+  uint8_t halves;          // SymmetricConfig::halves
+  uint8_t halfOf[kMaxRanks];
   cudaIpcMemHandle_t handle;
   char reason[kReasonBytes];
 };
@@ -133,7 +136,7 @@ std::string configProblem(const SymmetricConfig& config, bool shapeOk) {
     return std::string("unknown cost switches ") + bits + " (benchmark-only CostSwitch bits, device_view.h)";
   }
   if (config.timeoutMs <= 0) return "timeout must be positive";
-  return {};
+  return halvesProblem(config);
 }
 
 // This rank's facts as far as they are known before anything is allocated.
@@ -149,6 +152,8 @@ FactsRecord factsOf(const SymmetricConfig& config, const SymmetricLayout& layout
   facts.oneShotMaxBytes = config.oneShotMaxBytes;
   facts.twoShotMaxBytes = config.twoShotMaxBytes;
   facts.bufferBytes = layout.totalBytes;
+  facts.halves = config.halves ? 1 : 0;
+  for (int r = 0; r < kMaxRanks; ++r) facts.halfOf[r] = config.halves && r < config.nRanks ? config.halfOf[r] : 0;
   return facts;
 }
 
@@ -162,6 +167,8 @@ std::string disagreement(const std::vector<FactsRecord>& all) {
         f.nRanks != ref.nRanks || f.oneShotMaxBytes != ref.oneShotMaxBytes ||
         f.twoShotMaxBytes != ref.twoShotMaxBytes || f.bufferBytes != ref.bufferBytes)
       return "rank " + std::to_string(r) + " disagrees with rank 0 on the setup (rank/size/limits/version)";
+    if (f.halves != ref.halves || std::memcmp(f.halfOf, ref.halfOf, sizeof(f.halfOf)) != 0)
+      return "rank " + std::to_string(r) + " disagrees with rank 0 on the halves";
   }
   return {};
 }
@@ -279,6 +286,13 @@ void SymmetricCommImpl::buildView(const SymmetricLayout& layout, void* errorDevi
   view_.gridCap = launch_.maxBlocks;
   view_.costSwitches = config_.costSwitches;
   view_.trace = config_.costTrace;
+  view_.half = -1;
+  if (layout.halves) {
+    const HalvesPlan plan = halvesPlan(config_);
+    view_.half = config_.halfOf[config_.rank];
+    view_.islandPeers = plan.islandPeers[config_.rank];
+    for (int r = 0; r < config_.nRanks; ++r) view_.partnerOf[r] = static_cast<uint8_t>(plan.partnerOf[r]);
+  }
 }
 
 // Step 2: every peer's buffer as mapped on this device (view_.peer), stopping at the first failure.
@@ -375,7 +389,8 @@ bool SymmetricCommImpl::setup(const AllGatherFn& allGather, std::string* why) {
   // One record per rank of the communicator, whatever its size (the all-gather writes that many).
   const size_t slots = static_cast<size_t>(std::max(n, 1));
   const size_t me = static_cast<size_t>(std::max(rank, 0)) % slots;
-  const SymmetricLayout layout = makeLayout(shapeOk ? n : 2, config_.oneShotMaxBytes, config_.twoShotMaxBytes);
+  const SymmetricLayout layout =
+      makeLayout(shapeOk ? n : 2, config_.oneShotMaxBytes, config_.twoShotMaxBytes, config_.halves);
   const RelaxedCaptureScope relaxed;  // first, so that the device switches run in relaxed mode too
   const ScopedDevice onDevice(config_.device);
   cudaStream_t stream = nullptr;

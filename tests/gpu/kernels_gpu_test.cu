@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -151,7 +152,17 @@ struct RankSetup {
   bool orderStreams = true;
   uint32_t costSwitches = costSwitchesAsked();
   ShmAllGather* shm = nullptr;
+  bool halves = false;  // SymmetricConfig::halves / halfOf
+  std::array<uint8_t, 8> halfOf{};
 };
+
+// Halves for n ranks: contiguous (the ranks of a dual-socket box, 0..n/2-1 on the first socket) or
+// interleaved (a rank order that alternates sockets), so that partners are n/2 or 1 apart.
+std::array<uint8_t, 8> halvesFor(int n, bool interleaved) {
+  std::array<uint8_t, 8> h{};
+  for (int r = 0; r < n; ++r) h[r] = static_cast<uint8_t>(interleaved ? r % 2 : (r >= n / 2 ? 1 : 0));
+  return h;
+}
 
 // The GPUs there are, counted without initialising CUDA (ranks are forked first).
 int gpusPresent() {
@@ -180,6 +191,8 @@ std::unique_ptr<SymmetricComm> makeComm(const RankSetup& s, std::string* why) {
   c.maxBlocks = s.maxBlocks;
   c.orderStreams = s.orderStreams;
   c.costSwitches = s.costSwitches;
+  c.halves = s.halves;
+  c.halfOf = s.halfOf;
   ShmAllGather* shm = s.shm;
   const int rank = s.rank;
   return SymmetricComm::create(
@@ -792,6 +805,76 @@ TEST(KernelsGpu, EveryVariantAtTwoToEightRanks) {
   }
 }
 
+// The halves variant, one-shot and two-shot, at 4, 6 and 8 ranks (contiguous and interleaved halves),
+// several ranks per GPU where there are fewer GPUs: the correctness sweep (dtypes, ops, odd sizes,
+// unaligned, in and out of place), exact and identical on every rank, its calls between push calls on
+// the same communicator.
+TEST(KernelsGpu, HalvesVariantAtFourSixEightRanks) {
+  SKIP_WITHOUT_GPUS(1);
+  for (const auto& [n, interleaved] :
+       {std::pair{4, true}, std::pair{6, false}, std::pair{8, false}, std::pair{8, true}}) {
+    const std::string report =
+        runThreadRanks(n, 300, [&, n = n, interleaved = interleaved](RankSetup& s, RankFailures& f) {
+          s.oneShotMax = 64 << 10;
+          s.twoShotMax = 256 << 10;
+          s.halves = true;
+          s.halfOf = halvesFor(n, interleaved);
+          SweepOptions o;
+          o.variants = {SymVariant::Halves, SymVariant::Push, SymVariant::Halves};
+          o.ops = n <= 4 ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{0, 1, 3};
+          o.allTypes = n != 8 || interleaved;
+          correctnessSweep(s, o, f);
+        });
+    EXPECT_EQ(report, "") << n << " ranks" << (interleaved ? ", interleaved halves" : "");
+  }
+}
+
+// Ranks that disagree about the halves, or halves that cannot be used, give no rank a comm, every rank
+// naming the same reason; a comm without halves answers a halves call with Unsupported.
+TEST(KernelsGpu, HalvesThatRanksDisagreeOnFailEveryRank) {
+  SKIP_WITHOUT_GPUS(1);
+  constexpr int n = 4;
+  for (int how = 0; how < 2; ++how) {
+    const std::string report = runThreadRanks(n, 120, [&](RankSetup& s, RankFailures& f) {
+      s.oneShotMax = 64 << 10;
+      s.twoShotMax = 64 << 10;
+      s.halves = true;
+      s.halfOf = halvesFor(n, false);
+      if (how == 0 && s.rank == 3) s.halfOf = halvesFor(n, true);  // rank 3 sees other halves
+      if (how == 1) s.halfOf = {0, 0, 0, 1};                       // unequal, on every rank
+      std::string why;
+      auto comm = makeComm(s, &why);
+      RANK_CHECK(f, comm == nullptr, "case %d: create succeeded", how);
+      const char* want = how == 0 ? "rank 3 disagrees with rank 0 on the halves" : "unequal halves";
+      RANK_CHECK(f, why.find(want) != std::string::npos, "case %d: reason '%s' does not say '%s'", how, why.c_str(),
+                 want);
+    });
+    EXPECT_EQ(report, "") << "case " << how;
+  }
+  const std::string report = runThreadRanks(n, 120, [&](RankSetup& s, RankFailures& f) {
+    s.oneShotMax = 64 << 10;
+    s.twoShotMax = 64 << 10;
+    cudaSetDevice(s.device);
+    std::string why;
+    auto comm = makeComm(s, &why);
+    if (!comm) {
+      f.fail("create failed: %s", why.c_str());
+      return;
+    }
+    float* buf = nullptr;
+    cudaMalloc(&buf, 64);
+    for (Algorithm algo : {Algorithm::OneShot, Algorithm::TwoShot}) {
+      const Status st =
+          comm->allReduce(buf, buf, 16, DataType::Float32, ReduceOp::Sum, {algo, SymVariant::Halves}, nullptr);
+      RANK_CHECK(f, st == Status::Unsupported, "a halves call without halves returned %s", statusName(st));
+    }
+    s.shm->barrier(s.rank);
+    comm.reset();
+    cudaFree(buf);
+  });
+  EXPECT_EQ(report, "");
+}
+
 // One communicator per rank through long graphs and eager calls, across algorithms and variants, as
 // a job that captures its steady state and runs its warm-up eagerly would: phases of 64 calls back to
 // back (8 B - 4 KiB, fresh inputs per phase, every call its own buffers), each phase either captured
@@ -805,19 +888,27 @@ TEST(KernelsGpu, LongGraphsThenEagerCallsOnOneCommunicator) {
   constexpr int kCalls = 64, kReplays = 3;
   constexpr size_t kMaxElems = 1024;  // 4 KiB of fp32
   const size_t sizes[4] = {2, 16, 128, 1024};
-  const KernelChoice kinds[6] = {{Algorithm::OneShot, SymVariant::Push},   {Algorithm::TwoShot, SymVariant::Push},
-                                 {Algorithm::OneShot, SymVariant::Pull},   {Algorithm::TwoShot, SymVariant::Pull},
-                                 {Algorithm::OneShot, SymVariant::Staged}, {Algorithm::TwoShot, SymVariant::Staged}};
+  // Where the ranks form halves (4 and 8, interleaved at 4), the halves variant's calls mix with the
+  // others' on the same round records.
   struct Phase {
     bool graph;
-    int kind;  // index into kinds, or -1: call i runs kinds[i % 6]
+    int kind;  // index into kinds, or -1: call i runs kinds[i % kinds.size()]
   };
-  const Phase phases[] = {{true, 0}, {false, 1}, {true, -1}, {false, -1}, {true, 2}, {false, 0}, {true, 1}};
+  const Phase phases[] = {{true, 0}, {false, 1}, {true, -1}, {false, -1}, {true, 2}, {false, 0}, {true, 1}, {true, 6}};
   for (int n : {3, 4, 8}) {
+    std::vector<KernelChoice> kinds = {
+        {Algorithm::OneShot, SymVariant::Push},   {Algorithm::TwoShot, SymVariant::Push},
+        {Algorithm::OneShot, SymVariant::Pull},   {Algorithm::TwoShot, SymVariant::Pull},
+        {Algorithm::OneShot, SymVariant::Staged}, {Algorithm::TwoShot, SymVariant::Staged}};
+    const bool halves = n % 2 == 0;
+    kinds.push_back(halves ? KernelChoice{Algorithm::OneShot, SymVariant::Halves} : kinds[0]);
+    if (halves) kinds.push_back({Algorithm::TwoShot, SymVariant::Halves});
     const std::string report = runThreadRanks(n, 180, [&](RankSetup& s, RankFailures& f) {
       s.oneShotMax = 64 << 10;
       s.twoShotMax = 64 << 10;
       s.timeoutMs = 5000;
+      s.halves = halves;
+      s.halfOf = halvesFor(n, n == 4);
       if (cudaSetDevice(s.device) != cudaSuccess) {
         f.fail("cudaSetDevice(%d) failed", s.device);
         return;
@@ -854,7 +945,7 @@ TEST(KernelsGpu, LongGraphsThenEagerCallsOnOneCommunicator) {
         }
         auto issue = [&]() {
           for (int i = 0; i < kCalls; ++i) {
-            const KernelChoice k = kinds[ph.kind >= 0 ? ph.kind : i % 6];
+            const KernelChoice k = kinds[ph.kind >= 0 ? static_cast<size_t>(ph.kind) : i % kinds.size()];
             const Status st = comm->allReduce(in + i * kMaxElems, out + i * kMaxElems, sizes[i % 4], DataType::Float32,
                                               ReduceOp::Sum, k, stream);
             if (st != Status::Ok) return st;
@@ -920,7 +1011,8 @@ TEST(KernelsGpu, LongGraphsThenEagerCallsOnOneCommunicator) {
 
 // 16-bit sums accumulate in fp32 and round once: 256 + 1 + 1 + 1 is 260 in bf16 (per-step rounding
 // gives 256), 2048 + 1 + 1 + 1 is 2052 in fp16 (per step: 2048), in every variant and algorithm, on
-// every rank.
+// every rank. The halves variant's partials cross the middle in fp32 (rounded to bf16, half 0's 257
+// would be 256, and the result 258).
 TEST(KernelsGpu, HalfSumsAccumulateInFp32) {
   SKIP_WITHOUT_GPUS(1);
   constexpr int n = 4;
@@ -929,6 +1021,8 @@ TEST(KernelsGpu, HalfSumsAccumulateInFp32) {
     cudaSetDevice(s.device);
     s.oneShotMax = 64 << 10;
     s.twoShotMax = 256 << 10;
+    s.halves = true;  // {0, 1} and {2, 3}: partials 257 and 2 (fp32), 259 rounded once
+    s.halfOf = halvesFor(n, false);
     std::string why;
     auto comm = makeComm(s, &why);
     if (!comm) {
@@ -942,7 +1036,7 @@ TEST(KernelsGpu, HalfSumsAccumulateInFp32) {
     void* buf = nullptr;
     cudaMalloc(&buf, kCount * 2);
     std::vector<uint16_t> host(kCount);
-    for (SymVariant variant : {SymVariant::Push, SymVariant::Pull, SymVariant::Staged}) {
+    for (SymVariant variant : {SymVariant::Push, SymVariant::Pull, SymVariant::Staged, SymVariant::Halves}) {
       for (Algorithm algo : {Algorithm::OneShot, Algorithm::TwoShot}) {
         for (int half = 0; half < 2; ++half) {
           const float big = half ? 2048.0f : 256.0f;
