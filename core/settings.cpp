@@ -53,6 +53,10 @@ constexpr SettingSpec kSpecs[] = {
     {SettingId::SharedGpuTest, "SYMMEM_TEST_SHARED_GPU", SettingType::Bool, "0", kNoLimit, kNoLimit, nullptr,
      "For testing only: ranks in separate processes that share one GPU form a symmetric communicator (each with its "
      "own NCCL_HOSTID; tests/multiproc/launch_ranks.py). Holds only when every rank sets it. No latency figures."},
+    {SettingId::Halves, "SYMMEM_HALVES", SettingType::Choice, "auto", kNoLimit, kNoLimit, "auto|off|split",
+     "The two halves the halves variant runs over (docs/kernels.md, \"Two halves\"). auto: from the topology (two "
+     "sockets, root complexes or switches). off: none, flat kernels only. split: ranks 0..n/2-1 and n/2..n-1, for a "
+     "box whose topology cannot be read, and for testing. Every rank must say the same."},
     {SettingId::Stats, "SYMMEM_STATS", SettingType::Bool, "1", kNoLimit, kNoLimit, nullptr,
      "Count every all-reduce by route, reason, size and eager/captured, and publish the counts for symmem-stat "
      "(docs/live-stats.md); about 1 ns per call. 0: no counters, no file."},

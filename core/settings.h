@@ -27,6 +27,7 @@ enum class SettingId : int {
   P2pCheck,
   LogDetail,
   SharedGpuTest,
+  Halves,
   Stats,
   StatsDir,
   StatsGpu,

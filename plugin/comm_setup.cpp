@@ -40,7 +40,7 @@ RankFacts factsFor(const Topology& topology, int device) {
 
 }  // namespace
 
-CommFacts commFactsFrom(const CommunicatorTopology& agreed, int nRanks) {
+CommFacts commFactsFrom(const CommunicatorTopology& agreed, int nRanks, HalvesMode mode) {
   CommFacts f;
   f.nRanks = nRanks;
   f.nNodes = agreed.hosts;
@@ -49,10 +49,15 @@ CommFacts commFactsFrom(const CommunicatorTopology& agreed, int nRanks) {
   f.allPairsP2p = agreed.allPairsP2p;
   // The halves travel as plain data; a communicator too large for the array keeps the flat kernels.
   const Halves& h = agreed.halves;
-  if (h.ok && h.ranks() == nRanks && nRanks <= kMaxHalvesRanks) {
+  if (mode == HalvesMode::Auto && h.ok && h.ranks() == nRanks && nRanks <= kMaxHalvesRanks) {
     f.halves = 2;
     f.middle = middleLinkClass(h.level);
     for (int r = 0; r < nRanks; ++r) f.halfOf[r] = static_cast<uint8_t>(h.halfOf[r]);
+  }
+  if (mode == HalvesMode::Split && nRanks >= 4 && nRanks % 2 == 0 && nRanks <= kMaxHalvesRanks) {
+    f.halves = 2;
+    f.middle = f.link;  // declared: the middle is no slower than the communicator's worst link
+    for (int r = 0; r < nRanks; ++r) f.halfOf[r] = static_cast<uint8_t>(r >= nRanks / 2 ? 1 : 0);
   }
   return f;
 }
@@ -86,7 +91,7 @@ std::unique_ptr<CommState> runExchanges(const ProcessContext& process, NcclRecor
   if (!agreed.symmetricOk) return finish(agreed.reason);
 
   // Every rank has the same table (the vote compared it) and the same agreed facts: the same entry.
-  state->facts = commFactsFrom(agreed, nRanks);
+  state->facts = commFactsFrom(agreed, nRanks, process.halves);
   const TableLookup found = lookupWithFallbackWarning(*process.table, state->facts.cc, state->facts.link, nRanks);
   state->entry = found.entry;
   uint64_t oneShot = found.entry ? found.entry->oneShotMaxBytes : 0;
@@ -107,6 +112,11 @@ std::unique_ptr<CommState> runExchanges(const ProcessContext& process, NcclRecor
   config.twoShotMaxBytes = twoShot;
   config.timeoutMs = process.timeoutMs;
   config.p2pCheck = process.p2pCheck;
+  // The kernels' halves: those of the facts, where the halves variant can run (4 to 8 ranks).
+  if (state->facts.halves == 2 && nRanks >= 4 && nRanks <= static_cast<int>(config.halfOf.size())) {
+    config.halves = true;
+    for (int r = 0; r < nRanks; ++r) config.halfOf[r] = state->facts.halfOf[r];
+  }
   std::string whyNot;
   state->symmetric = kernels::SymmetricComm::create(
       config, [&](const void* s, void* r, size_t b) { return gather(s, r, b); }, &whyNot);

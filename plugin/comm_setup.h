@@ -17,9 +17,10 @@
 
 namespace symmem {
 
-// The decision's communicator facts from the agreement, the halves included (capacity is filled in once
-// buffers exist).
-CommFacts commFactsFrom(const CommunicatorTopology& agreed, int nRanks);
+// The decision's communicator facts from the agreement, the halves included as SYMMEM_HALVES says (auto:
+// the agreed topology's; off: none; split: ranks 0..n/2-1 and n/2..n-1 for an even n >= 4). Capacity
+// is filled in once buffers exist.
+CommFacts commFactsFrom(const CommunicatorTopology& agreed, int nRanks, HalvesMode mode = HalvesMode::Auto);
 
 // Step 1 for `comm`: this rank's arrival, then the verdict every rank reads.
 Agreement agreeBeforeExchanges(const ProcessContext& process, ncclComm_t comm, const Arrival& mine,

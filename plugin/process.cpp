@@ -57,6 +57,7 @@ Process::Process()
   context_.timeoutMs = settings_.integer(SettingId::TimeoutMs);
   context_.p2pCheck = settings_.flag(SettingId::P2pCheck);
   context_.sharedGpuTest = settings_.flag(SettingId::SharedGpuTest);
+  context_.halves = halvesModeFrom(settings_);
   context_.driverTooOld = driverTooOldReason(thisDriverMajor());
   // Said only where NCCL loaded the plugin (its logger arrived with the first tuner init), not in the
   // tools that use this state; and not with SYMMEM_ENABLE=0, where an unpinned plugin is loaded anew

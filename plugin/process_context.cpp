@@ -7,6 +7,11 @@
 
 namespace symmem {
 
+HalvesMode halvesModeFrom(const Settings& settings) {
+  const std::string& mode = settings.text(SettingId::Halves);
+  return mode == "off" ? HalvesMode::Off : mode == "split" ? HalvesMode::Split : HalvesMode::Auto;
+}
+
 Policy policyFrom(const Settings& settings) {
   Policy p;
   p.enabled = settings.flag(SettingId::Enable);

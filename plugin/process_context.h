@@ -24,14 +24,23 @@ struct NodeSummary {
   std::string description;  // one line for logs and symmem-info
 };
 
+// Where a communicator's halves come from (SYMMEM_HALVES).
+enum class HalvesMode : int {
+  Auto,   // the topology's (topology/halves.h)
+  Off,    // none: the flat kernels only
+  Split,  // declared: ranks 0..n/2-1 and n/2..n-1
+};
+HalvesMode halvesModeFrom(const Settings& settings);
+
 struct ProcessContext {
   Policy policy;
   NodeSummary node;
   const DecisionTable* table = nullptr;
-  const Topology* topology = nullptr;  // the node, for the setup exchange's per-rank facts
-  int64_t timeoutMs = 600000;          // SYMMEM_TIMEOUT_MS
-  bool p2pCheck = true;                // SYMMEM_P2P_CHECK
-  bool sharedGpuTest = false;          // SYMMEM_TEST_SHARED_GPU (testing only)
+  const Topology* topology = nullptr;    // the node, for the setup exchange's per-rank facts
+  int64_t timeoutMs = 600000;            // SYMMEM_TIMEOUT_MS
+  bool p2pCheck = true;                  // SYMMEM_P2P_CHECK
+  bool sharedGpuTest = false;            // SYMMEM_TEST_SHARED_GPU (testing only)
+  HalvesMode halves = HalvesMode::Auto;  // SYMMEM_HALVES
   // Why the node's NVIDIA driver cannot run the CUDA runtime the plugin carries ("" when it can, or
   // when no version could be read): every all-reduce then stays on NCCL (driverTooOldReason).
   std::string driverTooOld;

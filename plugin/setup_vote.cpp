@@ -8,7 +8,7 @@ namespace symmem {
 namespace {
 
 constexpr uint32_t kVoteMagic = 0x53594d56u;  // "SYMV"
-constexpr uint32_t kVoteVersion = 2;
+constexpr uint32_t kVoteVersion = 3;
 
 // FNV-1a, 64 bits: a fingerprint, not a defence against anyone.
 uint64_t fnv1a(const std::string& text) {
@@ -32,6 +32,7 @@ std::string difference(const SetupVote& ref, const SetupVote& v, size_t r) {
   if (v.force != ref.force) return ranks + " differ in SYMMEM_FORCE";
   if (v.p2pCheck != ref.p2pCheck) return ranks + " differ in SYMMEM_P2P_CHECK";
   if (v.sharedGpuTest != ref.sharedGpuTest) return ranks + " differ in SYMMEM_TEST_SHARED_GPU";
+  if (v.halves != ref.halves) return ranks + " differ in SYMMEM_HALVES";
   if (v.timeoutMs != ref.timeoutMs)
     return ranks + " differ in SYMMEM_TIMEOUT_MS (" + std::to_string(ref.timeoutMs) + " and " +
            std::to_string(v.timeoutMs) + ")";
@@ -54,6 +55,7 @@ SetupVote voteOf(const ProcessContext& process) {
   v.force = static_cast<int32_t>(process.policy.force);
   v.p2pCheck = process.p2pCheck;
   v.sharedGpuTest = process.sharedGpuTest ? 1 : 0;
+  v.halves = static_cast<int32_t>(process.halves);
   v.timeoutMs = process.timeoutMs;
   v.tableFingerprint = process.table ? tableFingerprint(*process.table) : 0;
   return v;

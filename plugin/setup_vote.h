@@ -22,6 +22,7 @@ struct SetupVote {
   int32_t force = 0;
   int32_t p2pCheck = 0;
   int32_t sharedGpuTest = 0;  // SYMMEM_TEST_SHARED_GPU
+  int32_t halves = 0;         // SYMMEM_HALVES (HalvesMode)
   int64_t timeoutMs = 0;
   uint64_t tableFingerprint = 0;
 };
