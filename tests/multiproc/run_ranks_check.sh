@@ -52,6 +52,17 @@ for (( r = 0; r < nranks; r++ )); do
     nccl) ok=$(( off > 0 && on == 0 )) ;;
     *) ok=1 ;;
   esac
+  # RUN_RANKS_EXPECT_LINES: comma-separated extended regular expressions each rank's log must match
+  # (the routes its all-reduces took, as the summary lines name them).
+  if [[ -n "${RUN_RANKS_EXPECT_LINES:-}" ]]; then
+    IFS=',' read -r -a wanted <<< "$RUN_RANKS_EXPECT_LINES"
+    for want in "${wanted[@]}"; do
+      if ! grep -qE -- "$want" "$log"; then
+        ok=0
+        echo "run_ranks_check: rank $r: no line matches '$want'"
+      fi
+    done
+  fi
   if (( ok )); then
     echo "run_ranks_check: rank $r: path $expect as expected ('symmetric path on' x$on, 'all-reduces stay on NCCL' x$off)"
   else
