@@ -168,6 +168,15 @@ Decision symmetricPath(SymAlgo algo, SymVariant variant, Reason why) {
       algo == SymAlgo::OneShot ? Path::SymOneShot : Path::SymTwoShot, NcclAlgo::Any, NcclProto::Any, 0, why, variant};
 }
 
+// Whether the halves variant can run here: two halves of at least 2 ranks each (core/sym_variant.h).
+bool hasHalves(const CommFacts& facts) { return facts.halves == 2 && facts.nRanks >= 4; }
+
+// The variant a band's call runs: the band's, except halves on a communicator without them, which runs
+// push (every rank holds the same agreed facts, so every rank makes the same substitution).
+SymVariant variantFor(const SymBand& band, const CommFacts& facts) {
+  return band.variant == SymVariant::Halves && !hasHalves(facts) ? SymVariant::Push : band.variant;
+}
+
 // The first symmetric band that covers the size, or null above the last one.
 const SymBand* symBandFor(const Thresholds& entry, uint64_t bytes) {
   for (int i = 0; i < entry.numSymBands; ++i)
@@ -243,7 +252,7 @@ Decision decide(const CollRequest& request, const CommFacts& facts, const Thresh
       // edited without setSymBands) is never taken.
       const uint64_t setUpFor = oneShot ? entry->oneShotMaxBytes : entry->twoShotMaxBytes;
       if (request.bytes <= facts.symmetricCapacityBytes && request.bytes <= setUpFor)
-        return symmetricPath(band->algo, band->variant,
+        return symmetricPath(band->algo, variantFor(*band, facts),
                              oneShot ? Reason::WithinOneShotLimit : Reason::WithinTwoShotLimit);
       why = Reason::ExceedsCapacity;
     } else {

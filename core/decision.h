@@ -110,10 +110,11 @@ struct CommFacts {
   LinkClass link = LinkClass::Unknown;  // worst link among the ranks
   bool allPairsP2p = false;             // every pair can read and write its peers' memory
   uint64_t symmetricCapacityBytes = 0;  // largest message the set-up symmetric path can take (0: none)
-  // The two halves (topology/halves.h), for the hierarchical kernels that are planned; decide() does not
-  // read them yet. halves is 2 when the ranks split into two equal halves at the slowest level between
-  // them (then halfOf[r] is rank r's half, 0 for rank 0's, for r < nRanks <= kMaxHalvesRanks, and
-  // middle is the link class of the pairs across the middle), 0 otherwise: then only the flat kernels.
+  // The two halves (topology/halves.h), for the halves variant (core/sym_variant.h). halves is 2 when the
+  // ranks split into two equal halves at the slowest level between them (then halfOf[r] is rank r's half,
+  // 0 for rank 0's, for r < nRanks <= kMaxHalvesRanks, and middle is the link class of the pairs across
+  // the middle), 0 otherwise: then only the flat kernels. decide() reads halves and nRanks: a band naming
+  // the halves variant runs push unless halves is 2 with at least 2 ranks per half (nRanks >= 4).
   int halves = 0;
   LinkClass middle = LinkClass::Unknown;
   std::array<uint8_t, kMaxHalvesRanks> halfOf{};

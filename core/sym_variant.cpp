@@ -11,6 +11,8 @@ std::string_view symVariantName(SymVariant v) {
       return "pull";
     case SymVariant::Staged:
       return "staged";
+    case SymVariant::Halves:
+      return "halves";
   }
   return "unknown";
 }

@@ -7,17 +7,23 @@
 //           peers read it over P2P (non-posted reads), which PCIe switches that collapse under many
 //           concurrent writers serve at full speed;
 //   staged  pushes scheduled so that at any step each rank sends to one peer and receives from one
-//           (peer rank+k at step k): one outbound and one inbound stream per GPU.
+//           (peer rank+k at step k): one outbound and one inbound stream per GPU;
+//   halves  hierarchical, for GPUs that form two equal halves (two sockets, two PCIe switches;
+//           topology/halves.h): reduce inside each half (push), then one outbound flow per GPU across the
+//           middle, to its partner (the rank at its position in the other half), then finish inside the
+//           half (push). It needs the halves (CommFacts::halves, SymmetricConfig::halves) with at least 2
+//           ranks per half (4, 6 or 8 ranks); decide() runs push for a band naming it on a communicator
+//           without them.
 // Each of one-shot and two-shot comes in every variant; the decision table's bands name the pair.
 #include <optional>
 #include <string_view>
 
 namespace symmem {
 
-enum class SymVariant : int { Push = 0, Pull = 1, Staged = 2 };
-inline constexpr int kNumSymVariants = 3;
+enum class SymVariant : int { Push = 0, Pull = 1, Staged = 2, Halves = 3 };
+inline constexpr int kNumSymVariants = 4;
 
-std::string_view symVariantName(SymVariant v);                     // "push", "pull", "staged"
+std::string_view symVariantName(SymVariant v);                     // "push", "pull", "staged", "halves"
 std::optional<SymVariant> parseSymVariant(std::string_view text);  // exact names only
 
 }  // namespace symmem

@@ -321,7 +321,7 @@ TableFileResult parseTableText(std::string_view text, std::string_view fileName)
         return failWith(result);
       }
       if (!variant) {
-        p.fail("bad variant '" + kv["variant"] + "' (push, pull, staged)");
+        p.fail("bad variant '" + kv["variant"] + "' (push, pull, staged, halves)");
         return failWith(result);
       }
       band.algo = *algo;

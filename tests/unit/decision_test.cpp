@@ -357,6 +357,54 @@ TEST(Decision, SymmetricBandsPickPathAndVariantBySize) {
   EXPECT_EQ(decide(bf16Sum(32 * KiB), f, &edited, Policy{}).reason, Reason::ExceedsCapacity);
 }
 
+// A band naming the halves variant runs it only where the communicator has two halves of at least 2 ranks
+// each; elsewhere the push variant of the same algorithm (the same on every rank: the facts are agreed).
+TEST(Decision, HalvesBandRunsPushWithoutHalves) {
+  Thresholds e;
+  e.cc = {12, 0};
+  e.link = LinkClass::PcieCrossSocket;
+  e.nRanks = 8;
+  const SymBand bands[] = {{16 * KiB, SymAlgo::OneShot, SymVariant::Halves},
+                           {256 * KiB, SymAlgo::TwoShot, SymVariant::Halves}};
+  ASSERT_TRUE(setSymBands(e, bands));
+  CommFacts split = facts({12, 0}, LinkClass::PcieCrossSocket, 8);
+  split.halves = 2;
+  split.middle = LinkClass::PcieCrossSocket;
+  split.halfOf = {0, 0, 0, 0, 1, 1, 1, 1};
+  Decision d = decide(bf16Sum(4 * KiB), split, &e, Policy{});
+  EXPECT_EQ(d.path, Path::SymOneShot);
+  EXPECT_EQ(d.variant, SymVariant::Halves);
+  d = decide(bf16Sum(64 * KiB), split, &e, Policy{});
+  EXPECT_EQ(d.path, Path::SymTwoShot);
+  EXPECT_EQ(d.variant, SymVariant::Halves);
+  EXPECT_EQ(d.reason, Reason::WithinTwoShotLimit);
+
+  CommFacts flat = split;
+  flat.halves = 0;
+  d = decide(bf16Sum(4 * KiB), flat, &e, Policy{});
+  EXPECT_EQ(d.path, Path::SymOneShot) << "the same algorithm";
+  EXPECT_EQ(d.variant, SymVariant::Push);
+  EXPECT_EQ(d.reason, Reason::WithinOneShotLimit);
+  d = decide(bf16Sum(64 * KiB), flat, &e, Policy{});
+  EXPECT_EQ(d.path, Path::SymTwoShot);
+  EXPECT_EQ(d.variant, SymVariant::Push);
+
+  // Two ranks split one and one: no half to reduce in, so push.
+  CommFacts two = facts({12, 0}, LinkClass::PcieCrossSocket, 2);
+  two.halves = 2;
+  two.halfOf = {0, 1};
+  for (uint64_t bytes : {4 * KiB, 64 * KiB}) {
+    d = decide(bf16Sum(bytes), two, &e, Policy{});
+    EXPECT_TRUE(d.symmetric()) << bytes;
+    EXPECT_EQ(d.variant, SymVariant::Push) << bytes;
+  }
+  // Four ranks, two per half: the smallest communicator that takes it.
+  CommFacts four = facts({12, 0}, LinkClass::PcieCrossSocket, 4);
+  four.halves = 2;
+  four.halfOf = {0, 0, 1, 1};
+  EXPECT_EQ(decide(bf16Sum(4 * KiB), four, &e, Policy{}).variant, SymVariant::Halves);
+}
+
 TEST(Decision, SetSymBandsRefusesContradictions) {
   Thresholds e;
   setPushLimits(e, 32 * KiB, 256 * KiB);

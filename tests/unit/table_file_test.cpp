@@ -96,7 +96,7 @@ TEST(TableFile, MalformedInputNamesFileLineAndProblem) {
       {"symmem-table 1\nband cc=12.0 link=nvlink ranks=2 coll=allreduce upto=1M algo=ring proto=ll channels=0\n",
        "bad.txt:2: band for cc=12.0 link=nvlink ranks=2 has no entry or sym line before it"},
       {"symmem-table 1\nsym cc=12.0 link=pcie-sys ranks=8 upto=16K algo=oneshot variant=pulled\n",
-       "bad.txt:2: bad variant 'pulled' (push, pull, staged)"},
+       "bad.txt:2: bad variant 'pulled' (push, pull, staged, halves)"},
       {"symmem-table 1\nsym cc=12.0 link=pcie-sys ranks=8 upto=16K algo=ring variant=pull\n",
        "bad.txt:2: bad algo 'ring' for a sym band (oneshot, twoshot)"},
       {"symmem-table 1\nsym cc=12.0 link=pcie-sys ranks=8 upto=0 algo=oneshot variant=pull\n",
@@ -177,6 +177,30 @@ TEST(TableFile, SymLinesGiveBandsWithVariants) {
   TableFileResult again = parseTableText(back, "back.txt");
   ASSERT_TRUE(again.ok()) << again.error;
   EXPECT_EQ(formatTable(again.entries, {}), back);
+}
+
+// The halves variant is a word of the file like the others: read, kept, written back the same.
+TEST(TableFile, HalvesVariantReadAndWritten) {
+  const char* text =
+      "symmem-table 1\n"
+      "sym cc=12.0 link=pcie-sys ranks=8 upto=16KiB algo=oneshot variant=halves\n"
+      "sym cc=12.0 link=pcie-sys ranks=8 upto=256KiB algo=twoshot variant=Halves\n";
+  TableFileResult r = parseTableText(text, "h.txt");
+  ASSERT_TRUE(r.ok()) << r.error;
+  ASSERT_EQ(r.entries.size(), 1u);
+  const Thresholds& e = r.entries[0];
+  ASSERT_EQ(e.numSymBands, 2);
+  EXPECT_EQ(e.symBands[0], (SymBand{16 * KiB, SymAlgo::OneShot, SymVariant::Halves}));
+  EXPECT_EQ(e.symBands[1], (SymBand{256 * KiB, SymAlgo::TwoShot, SymVariant::Halves}));
+  EXPECT_FALSE(hasOnlyPushLimits(e));
+  const std::string back = formatTable(r.entries, {});
+  EXPECT_NE(back.find("sym cc=12.0 link=pcie-sys ranks=8 upto=16KiB algo=oneshot variant=halves\n"
+                      "sym cc=12.0 link=pcie-sys ranks=8 upto=256KiB algo=twoshot variant=halves\n"),
+            std::string::npos)
+      << back;
+  TableFileResult again = parseTableText(back, "back.txt");
+  ASSERT_TRUE(again.ok()) << again.error;
+  EXPECT_EQ(again.entries[0].symBands, e.symBands);
 }
 
 // Files written before sym lines existed load as they always did: push bands.
