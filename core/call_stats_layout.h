@@ -10,8 +10,8 @@
 // communicator, rank, path) is guarded by `seq`: odd while the writer changes it; a reader copies the
 // identity and the counters between two reads of an even, equal `seq`.
 //
-// Layout version 1. Any change to these structs or constants is a new version: readers refuse a layout
-// they do not know (core/call_stats_segment.h).
+// Layout version 2 (version 1 had no halves routes). Any change to these structs or constants is a new version: readers
+// refuse a layout they do not know (core/call_stats_segment.h).
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -19,7 +19,7 @@
 namespace symmem::stats {
 
 inline constexpr char kMagic[8] = {'S', 'Y', 'M', 'M', 'S', 'T', 'A', 'T'};
-inline constexpr uint32_t kLayoutVersion = 1;
+inline constexpr uint32_t kLayoutVersion = 2;
 
 // Size buckets, powers of two: bucket b holds calls of (2^(b-1), 2^b] bytes (bucket 0: 0 and 1 B);
 // the last one everything above 1 GiB.
@@ -38,9 +38,11 @@ enum class Route : uint32_t {
   OneShotPush,
   OneShotPull,
   OneShotStaged,
+  OneShotHalves,
   TwoShotPush,
   TwoShotPull,
   TwoShotStaged,
+  TwoShotHalves,
   NcclTuned,           // NCCL, with the algorithm/protocol/channels of a decision table band
   NcclTable,           // NCCL untouched: the table leaves this size and type to NCCL
   NcclTypeOrOp,        // a type or operation the symmetric kernels do not take, or an empty call
@@ -52,8 +54,8 @@ enum class Route : uint32_t {
   kCount
 };
 inline constexpr int kRoutes = static_cast<int>(Route::kCount);
-inline constexpr int kKernelKinds = 6;
-constexpr int kernelKind(bool twoShot, int variant) { return (twoShot ? 3 : 0) + variant; }
+inline constexpr int kKernelKinds = 8;
+constexpr int kernelKind(bool twoShot, int variant) { return (twoShot ? 4 : 0) + variant; }
 constexpr bool isSymmetric(Route r) { return static_cast<int>(r) < kKernelKinds; }
 
 // Short names, as symmem-stat and the summary lines print them ("one-shot push", "NCCL (table band)").
@@ -77,7 +79,7 @@ static_assert(sizeof(KernelEntry) == 32);
 enum class SlotState : uint32_t { Free = 0, Live = 1, Ended = 2 };
 
 inline constexpr size_t kPathBytes = 160;
-inline constexpr size_t kSlotBytes = 16384;
+inline constexpr size_t kSlotBytes = 20480;  // the counters need 16640 bytes
 inline constexpr int kSlots = 64;
 inline constexpr size_t kHeaderBytes = 4096;
 

@@ -119,12 +119,16 @@ std::string_view routeName(Route r) {
       return "one-shot pull";
     case Route::OneShotStaged:
       return "one-shot staged";
+    case Route::OneShotHalves:
+      return "one-shot halves";
     case Route::TwoShotPush:
       return "two-shot push";
     case Route::TwoShotPull:
       return "two-shot pull";
     case Route::TwoShotStaged:
       return "two-shot staged";
+    case Route::TwoShotHalves:
+      return "two-shot halves";
     case Route::NcclTuned:
       return "NCCL (table band)";
     case Route::NcclTable:
@@ -149,8 +153,9 @@ std::string_view routeName(Route r) {
 
 std::string_view routeKey(Route r) {
   static constexpr std::string_view kKeys[] = {
-      "one_shot_push",     "one_shot_pull", "one_shot_staged",      "two_shot_push",   "two_shot_pull",
-      "two_shot_staged",   "nccl_tuned",    "nccl_table",           "nccl_type_or_op", "nccl_path_off",
+      "one_shot_push",     "one_shot_pull", "one_shot_staged",      "one_shot_halves",
+      "two_shot_push",     "two_shot_pull", "two_shot_staged",      "two_shot_halves",
+      "nccl_tuned",        "nccl_table",    "nccl_type_or_op",      "nccl_path_off",
       "nccl_before_setup", "nccl_config",   "nccl_kernel_declined", "failed"};
   static_assert(std::size(kKeys) == kRoutes);
   const auto i = static_cast<size_t>(r);

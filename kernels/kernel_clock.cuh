@@ -33,8 +33,8 @@ __device__ __forceinline__ int statsBucket(uint64_t bytes) {
 }
 
 // stats::kernelKind, for device code: one-shot kinds first, each algorithm in core/sym_variant.h's order.
-__device__ __forceinline__ int clockKind(bool twoShot, int variant) { return (twoShot ? 3 : 0) + variant; }
-static_assert(stats::kKernelKinds == 6, "three variants of each algorithm");
+__device__ __forceinline__ int clockKind(bool twoShot, int variant) { return (twoShot ? 4 : 0) + variant; }
+static_assert(stats::kKernelKinds == 8, "four variants of each algorithm");
 
 template <bool kOn>
 class KernelClock {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/call_stats_segment.h"
+#include "core/sym_variant.h"
 #include "tests/unit/call_stats_writer.h"
 #include "tests/unit/forked_check.h"
 #include "tests/unit/temp_file.h"
@@ -191,6 +192,39 @@ TEST(CallStatsSegment, RefusesAFutureLayout) {
   const SegmentRead r = readSegment(path);
   EXPECT_EQ(r.outcome, SegmentRead::Outcome::Refused);
   EXPECT_NE(r.error.find("layout version " + std::to_string(kLayoutVersion + 1)), std::string::npos) << r.error;
+}
+
+// Version 1 had six kernel kinds (no halves): a file of it is another layout, refused by name.
+TEST(CallStatsSegment, RefusesTheLayoutBeforeHalves) {
+  StatsDir dir;
+  const std::string path = dir.path() + "/x.stats";
+  Header h = validHeader();
+  h.version = 1;
+  writeFile(path, h);
+  const SegmentRead r = readSegment(path);
+  EXPECT_EQ(r.outcome, SegmentRead::Outcome::Refused);
+  EXPECT_NE(r.error.find("layout version 1; this reader knows version 2"), std::string::npos) << r.error;
+}
+
+// The symmetric routes are the kernel kinds, in core/sym_variant.h's order within each algorithm: the
+// interposer and the kernels index them by kernelKind(twoShot, variant).
+TEST(CallStatsSegment, KernelKindsFollowTheVariants) {
+  EXPECT_EQ(kKernelKinds, 2 * kNumSymVariants);
+  for (int v = 0; v < kNumSymVariants; ++v) {
+    const std::string variant(symVariantName(static_cast<SymVariant>(v)));
+    const auto one = static_cast<Route>(kernelKind(false, v));
+    const auto two = static_cast<Route>(kernelKind(true, v));
+    EXPECT_TRUE(isSymmetric(one) && isSymmetric(two)) << variant;
+    EXPECT_EQ(routeName(one), "one-shot " + variant);
+    EXPECT_EQ(routeName(two), "two-shot " + variant);
+    EXPECT_EQ(routeKey(one), "one_shot_" + variant);
+    EXPECT_EQ(routeKey(two), "two_shot_" + variant);
+  }
+  EXPECT_EQ(static_cast<Route>(kernelKind(false, static_cast<int>(SymVariant::Halves))), Route::OneShotHalves);
+  EXPECT_EQ(static_cast<Route>(kernelKind(true, static_cast<int>(SymVariant::Halves))), Route::TwoShotHalves);
+  EXPECT_EQ(routeKey(Route::TwoShotHalves), "two_shot_halves");
+  EXPECT_FALSE(isSymmetric(Route::NcclTuned));
+  EXPECT_EQ(routeKey(Route::NcclTuned), "nccl_tuned");
 }
 
 TEST(CallStatsSegment, RefusesOtherSizes) {

@@ -103,7 +103,7 @@ TEST(StatTool, Json) {
   ASSERT_EQ(r.exitCode, 0) << r.out;
   ASSERT_EQ(lines(r.out).size(), 1u) << "one document on one line: " << r.out;
   const JsonValue doc = JsonReader::parse(r.out);
-  EXPECT_EQ(doc["layout_version"].u64(), 1u);
+  EXPECT_EQ(doc["layout_version"].u64(), 2u);
   ASSERT_EQ(doc["processes"].items.size(), 1u);
   const JsonValue& proc = doc["processes"][0];
   EXPECT_EQ(proc["pid"].u64(), static_cast<uint64_t>(p.pid()));
@@ -247,13 +247,13 @@ TEST(StatTool, AFileOfAnotherLayoutIsSkipped) {
   std::ofstream(path, std::ios::binary) << bytes;
   auto r = stat("--dir '" + dir.path() + "' --once");
   EXPECT_EQ(r.exitCode, 1) << "nothing could be read: " << r.out;
-  EXPECT_TRUE(r.has("symmem-stat: skipped " + path + ": layout version 2; this reader knows version 1")) << r.out;
+  EXPECT_TRUE(r.has("symmem-stat: skipped " + path + ": layout version 3; this reader knows version 2")) << r.out;
   EXPECT_TRUE(exists(path)) << "a refused file is left alone";
   testing::StatsWritingProcess p(dir.path());
   ASSERT_TRUE(p.ready());
   r = stat("--dir '" + dir.path() + "' --once");
   EXPECT_EQ(r.exitCode, 0) << "one process read: " << r.out;
-  EXPECT_TRUE(r.has("layout version 2")) << r.out;
+  EXPECT_TRUE(r.has("layout version 3")) << r.out;
   EXPECT_EQ(linesWith(r.out, " stat-child ").size(), 3u) << r.out;
 }
 
@@ -272,7 +272,7 @@ TEST(StatTool, NoProcess) {
   EXPECT_TRUE(r.has("cannot read " + dir.path() + "/missing")) << r.out;
   r = stat("--dir '" + dir.path() + "' --json");
   EXPECT_EQ(r.exitCode, 0) << r.out;
-  EXPECT_TRUE(r.has(R"({"layout_version":1,"processes":[],"notes":[]})")) << r.out;
+  EXPECT_TRUE(r.has(R"({"layout_version":2,"processes":[],"notes":[]})")) << r.out;
 }
 
 TEST(StatTool, EndsQuietlyWhenItsReaderGoes) {

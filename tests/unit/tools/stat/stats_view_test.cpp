@@ -177,7 +177,7 @@ TEST(StatsView, Json) {
   now[0].comms[0].path = "symmetric \"quoted\"";
   EXPECT_EQ(
       statsJson(now, before, {"pid 9 ended without removing its statistics file x (removed)"}),
-      R"({"layout_version":1,"processes":[{"pid":4242,"program":"python3","uid":1000,"start_ticks":777,)"
+      R"({"layout_version":2,"processes":[{"pid":4242,"program":"python3","uid":1000,"start_ticks":777,)"
       R"("plugin_version":"0.1.0","file":"/dev/shm/nccl-symmem-1000-4242.stats","created_ns":10000000000,)"
       R"("taken_ns":106000000000,"untracked_communicators":0,"communicators":[{"slot":0,"comm":"0x7f00aa00",)"
       R"("state":"live","rank":1,"nranks":2,"device":0,"opened_ns":100000000000,"closed_ns":null,"symmetric":true,)"
@@ -193,7 +193,7 @@ TEST(StatsView, Json) {
 }
 
 TEST(StatsView, JsonOfNothing) {
-  EXPECT_EQ(statsJson({}, {}, {}), R"({"layout_version":1,"processes":[],"notes":[]})");
+  EXPECT_EQ(statsJson({}, {}, {}), R"({"layout_version":2,"processes":[],"notes":[]})");
 }
 
 TEST(StatsView, Prometheus) {
