@@ -40,8 +40,8 @@ std::string middleName(SplitLevel level) {
   return "nothing";
 }
 
-// The halves over every GPU, the pairs across the middle, and how many flows cross it per all-reduce
-// with halves and with the flat one-shot push.
+// The halves over every GPU, the pairs across the middle, and how many flows cross it per all-reduce in
+// each variant of each kernel (crossingFlows).
 std::string halvesLines(const Topology& t) {
   const Halves h = halvesOfAll(t);
   std::string out = "Halves (the two sides of the slowest level that splits the GPUs): ";
@@ -51,10 +51,20 @@ std::string halvesLines(const Topology& t) {
   for (size_t k = 0; k < h.half[0].size(); ++k)
     out += " " + std::to_string(h.half[0][k]) + "-" + std::to_string(h.half[1][k]);
   const size_t other = h.half[1].size();
-  out += "\nFlows crossing the middle per all-reduce: " + std::to_string(h.hierarchicalCrossingFlows()) +
-         " with halves (one per GPU), " + std::to_string(h.flatPushCrossingFlows()) +
-         " with the flat one-shot push (each GPU to the " + std::to_string(other) + (other == 1 ? " GPU" : " GPUs") +
-         " of the other half)\n";
+  out +=
+      "\nFlows crossing the middle per all-reduce (halves: one per GPU, to its partner; the others: each GPU to "
+      "the " +
+      std::to_string(other) + (other == 1 ? " GPU" : " GPUs") +
+      " of the other half, pull as reads, two-shot in its scatter and again in its gather):\n";
+  for (SymAlgo algo : {SymAlgo::OneShot, SymAlgo::TwoShot}) {
+    out += algo == SymAlgo::OneShot ? "  one-shot" : "  two-shot";
+    for (int v = 0; v < kNumSymVariants; ++v) {
+      const auto variant = static_cast<SymVariant>(v);
+      out += (v ? ", " : " ") + std::string(symVariantName(variant)) + " " +
+             std::to_string(h.crossingFlows(algo, variant));
+    }
+    out += "\n";
+  }
   return out;
 }
 

@@ -226,4 +226,15 @@ Halves halvesOfAll(const Topology& topo) {
   return halvesOf(topo, all);
 }
 
+int crossingFlows(SymAlgo algo, SymVariant variant, int perHalf) {
+  if (perHalf < 1) return 0;
+  if (variant == SymVariant::Halves) return 2 * perHalf;
+  const int onePhase = 2 * perHalf * perHalf;
+  return algo == SymAlgo::TwoShot ? 2 * onePhase : onePhase;
+}
+
+int Halves::crossingFlows(SymAlgo algo, SymVariant variant) const {
+  return ok ? symmem::crossingFlows(algo, variant, static_cast<int>(half[0].size())) : 0;
+}
+
 }  // namespace symmem

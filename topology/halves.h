@@ -33,7 +33,9 @@
 #include <string_view>
 #include <vector>
 
+#include "core/decision.h"
 #include "core/link_class.h"
+#include "core/sym_variant.h"
 #include "topology/model.h"
 
 namespace symmem {
@@ -61,12 +63,24 @@ struct Halves {
   std::string reason;
 
   int ranks() const { return static_cast<int>(half[0].size() + half[1].size()); }
-  // Point-to-point flows that cross the middle in one all-reduce: with halves, one per GPU (each sends
-  // its half's partial sum to its partner); with the flat one-shot push, each GPU pushes to every peer
-  // of the other half. 0 unless ok.
-  int hierarchicalCrossingFlows() const { return ok ? ranks() : 0; }
-  int flatPushCrossingFlows() const { return ok ? 2 * static_cast<int>(half[0].size() * half[1].size()) : 0; }
+  // Point-to-point flows that cross the middle in one all-reduce (crossingFlows below): with halves, one
+  // per GPU; with the flat one-shot push, each GPU pushes to every peer of the other half. 0 unless ok.
+  int hierarchicalCrossingFlows() const { return crossingFlows(SymAlgo::OneShot, SymVariant::Halves); }
+  int flatPushCrossingFlows() const { return crossingFlows(SymAlgo::OneShot, SymVariant::Push); }
+  int crossingFlows(SymAlgo algo, SymVariant variant) const;  // 0 unless ok
 };
+
+// Point-to-point flows that cross the middle in one all-reduce of `algo` in `variant` (core/sym_variant.h)
+// over two halves of `perHalf` ranks each (n = 2 x perHalf), counting each (sender, receiver) pair of one
+// phase once:
+//   one-shot push, staged  every GPU sends its input to every GPU of the other half: 2 x perHalf^2 (staged
+//                          spreads them over its steps: the same count);
+//   one-shot pull          the same pairs, as reads: 2 x perHalf^2;
+//   two-shot push, pull,   the scatter crosses 2 x perHalf^2 and the gather as many again: 4 x perHalf^2;
+//   staged
+//   halves                 one per GPU, to its partner: n (one-shot and two-shot alike).
+// 0 for perHalf < 1.
+int crossingFlows(SymAlgo algo, SymVariant variant, int perHalf);
 
 // The link class of the pairs that cross the middle at `level` (Socket -> PcieCrossSocket, RootComplex ->
 // PcieSameRoot, Switch -> PcieSameSwitch; otherwise Unknown).

@@ -207,6 +207,38 @@ TEST(TopologyHalves, Rtx6000AdaDualSocketSplitsAtTheSocket) {
              "unequal halves at the socket level: GPUs {0,1} and {2} (2 and 1); the flat kernels only");
 }
 
+// ---- the flows across the middle, per kernel and variant ----
+
+// Every flat variant crosses once per (GPU, GPU of the other half) pair in each phase that moves data
+// between all GPUs (one-shot: one; two-shot: the scatter and the gather); halves once per GPU.
+TEST(TopologyHalves, CrossingFlowsPerKernelAndVariant) {
+  struct Case {
+    int perHalf;
+    int oneShotFlat, twoShotFlat, halves;
+  };
+  const Case cases[] = {{1, 2, 4, 2}, {2, 8, 16, 4}, {3, 18, 36, 6}, {4, 32, 64, 8}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.perHalf);
+    for (SymVariant v : {SymVariant::Push, SymVariant::Pull, SymVariant::Staged}) {
+      EXPECT_EQ(crossingFlows(SymAlgo::OneShot, v, c.perHalf), c.oneShotFlat) << symVariantName(v);
+      EXPECT_EQ(crossingFlows(SymAlgo::TwoShot, v, c.perHalf), c.twoShotFlat) << symVariantName(v);
+    }
+    EXPECT_EQ(crossingFlows(SymAlgo::OneShot, SymVariant::Halves, c.perHalf), c.halves);
+    EXPECT_EQ(crossingFlows(SymAlgo::TwoShot, SymVariant::Halves, c.perHalf), c.halves);
+  }
+  EXPECT_EQ(crossingFlows(SymAlgo::OneShot, SymVariant::Push, 0), 0);
+  EXPECT_EQ(crossingFlows(SymAlgo::TwoShot, SymVariant::Halves, 0), 0);
+
+  const auto t = load("rtx-pro-6000-server-x8-asus-esc8000a-e13p-broadcom.topo.txt");
+  const Halves h = halvesOfAll(t);
+  EXPECT_EQ(h.crossingFlows(SymAlgo::OneShot, SymVariant::Staged), 32);
+  EXPECT_EQ(h.crossingFlows(SymAlgo::TwoShot, SymVariant::Pull), 64);
+  EXPECT_EQ(h.crossingFlows(SymAlgo::TwoShot, SymVariant::Halves), 8);
+  const Halves none = of(t, {0, 1});
+  EXPECT_EQ(none.crossingFlows(SymAlgo::OneShot, SymVariant::Push), 0) << "no halves, no middle";
+  EXPECT_EQ(none.crossingFlows(SymAlgo::TwoShot, SymVariant::Halves), 0);
+}
+
 // ---- the other captures ----
 
 TEST(TopologyHalves, TwoGpuBoxesAreTwoHalvesOfOne) {
@@ -467,8 +499,11 @@ TEST(TopologyHalves, DescribedForPeople) {
                       "Halves (the two sides of the slowest level that splits the GPUs): {0,1,2,3} {4,5,6,7}, split "
                       "at the socket\n"
                       "Pairs across the middle: 0-4 1-5 2-6 3-7\n"
-                      "Flows crossing the middle per all-reduce: 8 with halves (one per GPU), 32 with the flat "
-                      "one-shot push (each GPU to the 4 GPUs of the other half)\n"),
+                      "Flows crossing the middle per all-reduce (halves: one per GPU, to its partner; the others: each "
+                      "GPU to the 4 GPUs of the other half, pull as reads, two-shot in its scatter and again in its "
+                      "gather):\n"
+                      "  one-shot push 32, pull 32, staged 32, halves 8\n"
+                      "  two-shot push 64, pull 64, staged 64, halves 8\n"),
             std::string::npos)
       << asus;
   const std::string wrx90 = describe("rtx-pro-6000-server-x8-wrx90-microchip-3switch.topo.txt");
@@ -478,12 +513,16 @@ TEST(TopologyHalves, DescribedForPeople) {
       << wrx90;
   const std::string ada = describe("rtx-6000-ada-x4-asus-esc8000a-e12-dual-socket.topo.txt");
   EXPECT_NE(ada.find("Pairs across the middle: 0-2 1-3\n"
-                     "Flows crossing the middle per all-reduce: 4 with halves (one per GPU), 8 with the flat one-shot "
-                     "push (each GPU to the 2 GPUs of the other half)\n"),
+                     "Flows crossing the middle per all-reduce (halves: one per GPU, to its partner; the others: each "
+                     "GPU to the 2 GPUs of the other half, pull as reads, two-shot in its scatter and again in its "
+                     "gather):\n"
+                     "  one-shot push 8, pull 8, staged 8, halves 4\n"
+                     "  two-shot push 16, pull 16, staged 16, halves 4\n"),
             std::string::npos)
       << ada;
   const std::string pair = describe("rtx-5090-x2-wrx80-phb.topo.txt");
-  EXPECT_NE(pair.find("(each GPU to the 1 GPU of the other half)\n"), std::string::npos) << pair;
+  EXPECT_NE(pair.find("each GPU to the 1 GPU of the other half,"), std::string::npos) << pair;
+  EXPECT_NE(pair.find("  one-shot push 2, pull 2, staged 2, halves 2\n"), std::string::npos) << pair;
   const std::string l40s = describe("l40s-x4-aws-g6e-12xlarge-vm.topo.txt");
   EXPECT_NE(l40s.find("Halves (the two sides of the slowest level that splits the GPUs): none (4 groups at the "
                       "root-complex level: GPUs {0} {1} {2} {3}; halves need exactly two)\n"),

@@ -34,6 +34,7 @@
 #include "tools/info/check.h"
 #include "tools/info/plugin_load_check.h"
 #include "tools/info/topology.h"
+#include "topology/halves.h"
 
 namespace {
 
@@ -249,9 +250,10 @@ void printDecisions(const DecisionTable& table, const CommFacts& baseFacts, cons
   } else {
     printf("table entry: none (every call stays on NCCL)\n");
   }
-  printf("\nall-reduce %s %s, %d ranks, cc %s%s, link %s, P2P %s:\n", std::string(dataTypeName(dtype)).c_str(),
+  printf("\nall-reduce %s %s, %d ranks, cc %s%s, link %s, P2P %s%s:\n", std::string(dataTypeName(dtype)).c_str(),
          std::string(reduceOpName(op)).c_str(), facts.nRanks, facts.cc.known() ? facts.cc.str().c_str() : "unknown",
-         ccSource, std::string(linkClassName(facts.link)).c_str(), facts.allPairsP2p ? "yes" : "no");
+         ccSource, std::string(linkClassName(facts.link)).c_str(), facts.allPairsP2p ? "yes" : "no",
+         facts.halves == 2 ? ", two halves" : "");
   printf("  %10s  %-26s  %s\n", "bytes", "path", "why");
   for (uint64_t bytes = 8; bytes <= (256ull << 20); bytes *= 2) {
     const CollRequest request{Collective::AllReduce, op, dtype, bytes};
@@ -336,6 +338,20 @@ std::string verdictLine(const DecisionTable& table, CommFacts facts, const Polic
   return line;
 }
 
+// The halves of ranks 0..nRanks-1 on the machine's first nRanks GPUs (topology/halves.h), as the plugin
+// agrees them at setup: a band naming the halves variant runs it only where they exist.
+void addHalves(const Topology& topology, CommFacts& facts) {
+  if (facts.nRanks < 2 || facts.nRanks > topology.gpuCount() || facts.nRanks > kMaxHalvesRanks) return;
+  std::vector<int> gpus(static_cast<size_t>(facts.nRanks));
+  for (int r = 0; r < facts.nRanks; ++r) gpus[static_cast<size_t>(r)] = r;
+  const Halves h = halvesOf(topology, gpus);
+  if (!h.ok) return;
+  facts.halves = 2;
+  facts.middle = middleLinkClass(h.level);
+  for (int r = 0; r < facts.nRanks; ++r)
+    facts.halfOf[static_cast<size_t>(r)] = static_cast<uint8_t>(h.halfOf[static_cast<size_t>(r)]);
+}
+
 int check(const Options& opt, const Settings& settings, const std::vector<std::string>& unknownNames) {
   CheckInputs in;
   in.tablePath = !opt.tableFile.empty() ? opt.tableFile : settings.text(SettingId::Table);
@@ -405,6 +421,7 @@ int main(int argc, char** argv) {
   }
   facts.link = opt.link.value_or(machine.link);
   facts.allPairsP2p = opt.p2p && (opt.link ? true : machine.allPairsP2p);
+  addHalves(machine.topology, facts);
   const PluginLoadReport load = checkPluginLoads(opt.pluginPath.empty() ? defaultPluginPath() : opt.pluginPath);
   const Policy policy = policyFrom(settings);
 
