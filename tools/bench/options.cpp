@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tools/bench/options.h"
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <string_view>
@@ -9,6 +10,7 @@
 #include "core/table_file.h"
 #include "tools/common/cli_values.h"
 #include "tools/common/forked_ranks.h"
+#include "tools/common/rank_halves.h"
 
 namespace symmem {
 
@@ -21,7 +23,7 @@ constexpr int64_t kMaxTimeoutSec = 7 * 24 * 3600;
 // --variants: "push,staged" -> {Push, Staged}. Every name once (a repeat is refused: it would time the
 // same kernels twice under one column), no empty names; the result is in the variants' own order.
 std::string parseVariantList(const std::string& flag, const std::string& text, std::vector<SymVariant>& out) {
-  const std::string expected = "expected a comma-separated list of push, pull and staged, each at most once";
+  const std::string expected = "expected a comma-separated list of push, pull, staged and halves, each at most once";
   std::vector<bool> named(kNumSymVariants, false);
   size_t start = 0;
   while (true) {
@@ -57,15 +59,18 @@ std::string benchUsage() {
   return "usage: symmem-bench [-b MIN] [-e MAX] [-f FACTOR] [--dtype bf16|fp16|fp32] [--csv PATH]\n"
          "                    [--iters N] [--reps N] [--ngpus N] [--one-shot-max BYTES] [--two-shot-max BYTES]\n"
          "                    [--variants LIST] [--max-blocks N] [--no-pdl] [--no-stream-order] [--no-eager]\n"
-         "                    [--timeout-s S]\n"
+         "                    [--halves LIST] [--timeout-s S]\n"
          "Times the all-reduce side by side: stock NCCL, NCCL's symmetric windows, and this project's one-shot\n"
          "and two-shot kernels in each variant asked; eager and in CUDA graphs, every result checked once.\n"
-         "  --variants LIST  comma-separated kernel variants to run (default: push,pull,staged):\n"
+         "  --variants LIST  comma-separated kernel variants to run (default: push,pull,staged,halves):\n"
          "      push    every rank writes its data into every peer's buffer at once\n"
          "      pull    each rank publishes its data in its own buffer and the peers read it over P2P\n"
          "      staged  pushes to one peer per step (peer rank+k at step k): one stream out, one in per GPU\n"
+         "      halves  reduces inside each half, one flow per GPU across the middle to its partner; only where\n"
+         "              the GPUs form two halves of 2 or more (two sockets, two switches), else skipped saying why\n"
+         "  --halves LIST  the ranks' halves, one per rank (0,0,1,1), declared instead of found in the topology\n"
          "paths (the CSV's path column): nccl, nccl-win, one-shot and two-shot (push), one-shot-pull,\n"
-         "two-shot-pull, one-shot-staged, two-shot-staged\n"
+         "two-shot-pull, one-shot-staged, two-shot-staged, one-shot-halves, two-shot-halves\n"
          "sizes accept K/M/G suffixes (K = 1024); defaults: -b 8 -e 64M -f 2, bf16 sum, 200 iters, 7 reps,\n"
          "every GPU, --one-shot-max 1M --two-shot-max 64M (0 turns a kernel off, at most 1G), --timeout-s 540\n";
 }
@@ -110,6 +115,7 @@ BenchArgsResult parseBenchArgs(const std::vector<std::string>& args) {
        }},
       {"--variants",
        [&o](const std::string& flag, const std::string& v) { return parseVariantList(flag, v, o.variants); }},
+      {"--halves", [&o](const std::string& flag, const std::string& v) { return parseHalvesArg(flag, v, o.halves); }},
       {"--csv",
        [&o](const std::string& flag, const std::string& v) {
          if (v.empty()) return flag + " needs a file name";
@@ -144,7 +150,12 @@ BenchArgsResult parseBenchArgs(const std::vector<std::string>& args) {
       return result;
     }
   }
-  if (o.minBytes > o.maxBytes)
+  if (!o.halves.empty() && o.nGpus > 0 && static_cast<int>(o.halves.size()) != o.nGpus)
+    result.error = "--halves names " + std::to_string(o.halves.size()) + " ranks; --ngpus " + std::to_string(o.nGpus) +
+                   " runs " + std::to_string(o.nGpus);
+  else if (!o.halves.empty() && std::find(o.variants.begin(), o.variants.end(), SymVariant::Halves) == o.variants.end())
+    result.error = "--halves declares halves for the halves variant, which --variants leaves out";
+  else if (o.minBytes > o.maxBytes)
     result.error = "-b " + formatBytes(o.minBytes) + " is above -e " + formatBytes(o.maxBytes);
   return result;
 }

@@ -29,9 +29,13 @@ struct BenchOptions {
   bool eager = true;              // --no-eager
   bool pdl = true;                // --no-pdl
   bool streamOrder = true;        // --no-stream-order
-  // --variants: the kernel variants measured, each once, in the order push, pull, staged whatever the
-  // order on the command line (the table's columns stay put from run to run).
-  std::vector<SymVariant> variants = {SymVariant::Push, SymVariant::Pull, SymVariant::Staged};
+  // --variants: the kernel variants measured, each once, in the order push, pull, staged, halves whatever
+  // the order on the command line (the table's columns stay put from run to run). Halves only where the
+  // ranks form two halves (measuredVariants, tools/bench/paths.h).
+  std::vector<SymVariant> variants = {SymVariant::Push, SymVariant::Pull, SymVariant::Staged, SymVariant::Halves};
+  // --halves: the ranks' halves, one per rank (0 or 1), declared instead of found in the topology; as
+  // many as the ranks (checked when their number is known).
+  std::vector<int> halves;
   bool help = false;  // -h / --help
 };
 

@@ -119,6 +119,14 @@ std::string BenchPath::heading() const {
   return (kind == PathKind::OneShot ? "1s-" : "2s-") + std::string(symVariantName(variant));
 }
 
+std::vector<SymVariant> measuredVariants(const std::vector<SymVariant>& asked, int nRanks, const RankHalves& halves,
+                                         std::string* skipped) {
+  std::vector<SymVariant> run = asked;
+  if (!halves.ok && std::erase(run, SymVariant::Halves) > 0 && skipped != nullptr)
+    *skipped = halvesSkippedLine(nRanks, halves);
+  return run;
+}
+
 std::vector<BenchPath> benchPaths(const std::vector<SymVariant>& variants) {
   std::vector<BenchPath> paths = {{PathKind::Nccl}, {PathKind::NcclWindow}};
   for (SymVariant v : variants) {
@@ -133,11 +141,20 @@ std::string summaryTable(const std::vector<BenchPath>& paths, const Results& res
   std::string text;
   appendTable(text, paths, shown, results, true);
   if (eager) appendTable(text, paths, shown, results, false);
-  // Which CSV path each of our headings is, and what the ratios are.
-  std::string legend;
-  for (size_t i : shown)
-    if (paths[i].ours()) legend += (legend.empty() ? "" : ", ") + paths[i].heading() + " = " + paths[i].name();
-  if (!legend.empty()) text += "\n# " + legend + "\n";
+  // Which CSV path each of our headings is (on lines of at most kLegendWidth), and what the ratios are.
+  constexpr size_t kLegendWidth = 160;
+  std::string legend, line;
+  for (size_t i : shown) {
+    if (!paths[i].ours()) continue;
+    const std::string item = paths[i].heading() + " = " + paths[i].name();
+    if (!line.empty() && line.size() + 2 + item.size() + 1 > kLegendWidth) {
+      legend += "# " + line + ",\n";
+      line.clear();
+    }
+    line += (line.empty() ? "" : ", ") + item;
+  }
+  if (!line.empty()) legend += "# " + line + "\n";
+  if (!legend.empty()) text += "\n" + legend;
   text += "# ours/nccl, ours/win: the best of our paths (\"best\") over nccl and over nccl-win; below 1 is faster\n";
   return text;
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/sym_variant.h"
+#include "tools/common/rank_halves.h"
 
 namespace symmem::bench {
 
@@ -33,6 +34,11 @@ struct BenchPath {
   std::string heading() const;
 };
 
+// The variants measured: `asked` without halves when the ranks have none (then `skipped` gets the line
+// that says why, tools/common/rank_halves.h), else `asked` as it is.
+std::vector<SymVariant> measuredVariants(const std::vector<SymVariant>& asked, int nRanks, const RankHalves& halves,
+                                         std::string* skipped);
+
 // nccl, nccl-win, then one-shot and two-shot of each variant in `variants`, in that order.
 std::vector<BenchPath> benchPaths(const std::vector<SymVariant>& variants);
 
@@ -48,7 +54,7 @@ using Results = std::map<size_t, SizeResults>;
 // The summary: a graph table (then an eager one when `eager`) with one column per path that ran at
 // some size, the best of our paths over NCCL and over NCCL's windows, the best path's heading, and (graph
 // table) the wrong elements of every path at that size; then a line naming each heading's CSV path.
-// Under 160 columns for all eight paths.
+// Under 160 columns for all ten paths.
 std::string summaryTable(const std::vector<BenchPath>& paths, const Results& results, bool eager);
 
 long long totalWrong(const Results& results);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // symmem-bench: side-by-side all-reduce latency of stock NCCL (plain buffers), NCCL's symmetric
-// windows, and this project's one-shot and two-shot kernels in each variant asked (push, pull, staged:
-// core/sym_variant.h), eager and under CUDA graphs. The paths and the table: tools/bench/paths.h.
+// windows, and this project's one-shot and two-shot kernels in each variant asked (push, pull, staged,
+// halves: core/sym_variant.h), eager and under CUDA graphs. The paths and the table: tools/bench/paths.h.
 //
 // One process per GPU, forked before any CUDA or NCCL call (the parent makes none); rank 0 gets the
 // ncclUniqueId and hands it to the others through an anonymous shared mapping created before fork.
@@ -23,11 +23,13 @@
 
 #include "kernels/latency_probe.h"
 #include "kernels/symmetric_comm.h"
+#include "plugin/process.h"
 #include "plugin/record_gather.h"
 #include "tools/bench/options.h"
 #include "tools/bench/paths.h"
 #include "tools/common/checked_data.h"
 #include "tools/common/graph_timing.h"
+#include "tools/common/rank_halves.h"
 #include "tools/common/rank_rendezvous.h"
 
 namespace {
@@ -65,10 +67,12 @@ struct Floor {
 
 // One rank's side of the run: its communicator and stream, the two buffers, our kernels.
 struct RankRun {
-  RankRun(int rank, int nRanks, const Options& options, harness::RankRendezvous* shared)
+  RankRun(int rank, int nRanks, const Options& options, const symmem::RankHalves& halves,
+          harness::RankRendezvous* shared)
       : rank(rank),
         nRanks(nRanks),
         o(options),
+        halves(halves),
         type(harness::elementTypeOf(options.dtype)),
         barrier(shared, rank, nRanks),
         paths(bench::benchPaths(options.variants)) {}
@@ -76,6 +80,7 @@ struct RankRun {
   int rank;
   int nRanks;
   const Options& o;
+  const symmem::RankHalves& halves;  // the halves variant's (the parent's, the same on every rank)
   harness::ElementType type;
   harness::RankBarrier barrier;
   std::vector<BenchPath> paths;  // the table's columns, in order (tools/bench/paths.h)
@@ -129,6 +134,7 @@ void setUpOurKernels(RankRun& r) {
   cfg.maxBlocks = r.o.maxBlocks;
   cfg.programmaticLaunch = r.o.pdl;
   cfg.orderStreams = r.o.streamOrder;
+  r.halves.fill(cfg.halves, cfg.halfOf);
   std::string why;
   r.ours = SymmetricComm::create(cfg, std::ref(*r.gather), &why);
   if (!r.ours && r.rank == 0) std::fprintf(stderr, "symmetric path unavailable: %s\n", why.c_str());
@@ -341,8 +347,8 @@ void tearDown(RankRun& r) {
 }
 
 // One forked rank; returns its exit code (7: a path gave wrong results).
-int runRank(int rank, int n, const Options& o, harness::RankRendezvous* shared) {
-  RankRun r(rank, n, o, shared);
+int runRank(int rank, int n, const Options& o, const symmem::RankHalves& halves, harness::RankRendezvous* shared) {
+  RankRun r(rank, n, o, halves, shared);
   if (!joinCommunicator(r, *shared)) return 4;
   allocateBuffers(r);
   setUpOurKernels(r);
@@ -365,6 +371,35 @@ int runRank(int rank, int n, const Options& o, harness::RankRendezvous* shared) 
   return wrong == 0 ? 0 : 7;
 }
 
+// The halves of ranks 0..n-1, rank r on CUDA device r: --halves, else the node's topology, read in the
+// parent before any CUDA call. CUDA numbers the devices in PCI bus order here, as the topology does, unless
+// CUDA_VISIBLE_DEVICES or another CUDA_DEVICE_ORDER renumbers them: then only --halves gives halves.
+symmem::RankHalves ranksHalves(const Options& o, int n) {
+  if (!o.halves.empty()) {
+    symmem::RankHalves declared;
+    declared.ok = declared.declared = true;
+    declared.halfOf = o.halves;
+    return declared;
+  }
+  setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 0);
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  const char* order = std::getenv("CUDA_DEVICE_ORDER");
+  const symmem::Topology& topology = symmem::Process::get().topology();
+  std::vector<int> gpus(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) gpus[static_cast<size_t>(r)] = r;
+  if (visible != nullptr || std::string(order) != "PCI_BUS_ID" || n > topology.gpuCount()) {
+    symmem::RankHalves none;
+    none.why = "no halves on these GPUs (" +
+               std::string(visible != nullptr ? "CUDA_VISIBLE_DEVICES is set" : "CUDA_DEVICE_ORDER is not PCI_BUS_ID") +
+               ": which GPU each rank runs on is not known)";
+    if (n > topology.gpuCount())
+      none.why = "no halves on these GPUs (the topology knows " + std::to_string(topology.gpuCount()) + " of " +
+                 std::to_string(n) + ")";
+    return none;
+  }
+  return symmem::rankHalves(topology, gpus, {});
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -379,7 +414,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "symmem-bench --help lists the options\n");
     return 2;
   }
-  const Options& o = parsed.options;
+  Options o = parsed.options;
   // NVLink SHARP / multicast stays off (it needs cuMulticastCreate, which this tool never uses).
   setenv("NCCL_NVLS_ENABLE", "0", 0);
   const int n = o.nGpus > 0 ? o.nGpus : harness::countGpuDeviceNodes();
@@ -387,7 +422,16 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", symmem::tooFewGpusText(n).c_str());
     return 1;
   }
+  if (!o.halves.empty() && static_cast<int>(o.halves.size()) != n) {
+    std::fprintf(stderr, "symmem-bench: --halves names %zu ranks; this run has %d (one per GPU)\n", o.halves.size(), n);
+    return 2;
+  }
+  const symmem::RankHalves halves = ranksHalves(o, n);
+  std::string skipped;
+  o.variants = bench::measuredVariants(o.variants, n, halves, &skipped);
+  if (!skipped.empty()) std::fprintf(stderr, "symmem-bench: %s\n", skipped.c_str());
   harness::RankRendezvous* shared = harness::mapRendezvous();
   if (shared == nullptr) return 1;
-  return harness::runForkedRanks(n, "symmem-bench", o.timeoutSec, [&](int r) { return runRank(r, n, o, shared); });
+  return harness::runForkedRanks(n, "symmem-bench", o.timeoutSec,
+                                 [&](int r) { return runRank(r, n, o, halves, shared); });
 }

@@ -28,9 +28,11 @@ constexpr PathFacts kPaths[kNumTunePaths] = {
     {"oneshot-push", "1s-push", NcclAlgo::Any, NcclProto::Any, SymAlgo::OneShot, SymVariant::Push},
     {"oneshot-pull", "1s-pull", NcclAlgo::Any, NcclProto::Any, SymAlgo::OneShot, SymVariant::Pull},
     {"oneshot-staged", "1s-staged", NcclAlgo::Any, NcclProto::Any, SymAlgo::OneShot, SymVariant::Staged},
+    {"oneshot-halves", "1s-halves", NcclAlgo::Any, NcclProto::Any, SymAlgo::OneShot, SymVariant::Halves},
     {"twoshot-push", "2s-push", NcclAlgo::Any, NcclProto::Any, SymAlgo::TwoShot, SymVariant::Push},
     {"twoshot-pull", "2s-pull", NcclAlgo::Any, NcclProto::Any, SymAlgo::TwoShot, SymVariant::Pull},
     {"twoshot-staged", "2s-staged", NcclAlgo::Any, NcclProto::Any, SymAlgo::TwoShot, SymVariant::Staged},
+    {"twoshot-halves", "2s-halves", NcclAlgo::Any, NcclProto::Any, SymAlgo::TwoShot, SymVariant::Halves},
 };
 
 const PathFacts& facts(TunePath p) { return kPaths[tunePathIndex(p)]; }
@@ -62,6 +64,9 @@ std::optional<TunePath> ncclConfigPath(NcclAlgo algo, NcclProto proto) {
 
 SymAlgo symAlgoOf(TunePath p) { return facts(p).symAlgo; }
 SymVariant symVariantOf(TunePath p) { return facts(p).variant; }
+
+static_assert(tunePathIndex(TunePath::TwoShotPush) - tunePathIndex(TunePath::OneShotPush) == kNumSymVariants,
+              "one symmetric path per algorithm and variant, in core/sym_variant.h's order");
 
 TunePath symmetricPath(SymAlgo algo, SymVariant variant) {
   const int first = tunePathIndex(algo == SymAlgo::OneShot ? TunePath::OneShotPush : TunePath::TwoShotPush);

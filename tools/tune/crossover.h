@@ -5,11 +5,12 @@
 // The candidates, in their fixed order of simplicity (also the CSV's order of paths):
 //   stock NCCL (no NCCL_ALGO / NCCL_PROTO: what an application gets without nccl-symmem),
 //   NCCL forced to ring/ll, ring/ll128, ring/simple, tree/ll, tree/ll128, tree/simple,
-//   one-shot push, pull, staged, then two-shot push, pull, staged.
+//   one-shot push, pull, staged, halves, then two-shot push, pull, staged, halves.
 // Stock first: it needs no table line at all. NCCL's own algorithms next: a band only steers NCCL's
 // choice and falls back to NCCL's own one where the cell is not available. Then the symmetric kernels,
 // one-shot before two-shot (one kernel launch, no intermediate buffer), push before pull before staged
-// (the order core/sym_variant.h gives them).
+// before halves (the order core/sym_variant.h gives them). The halves candidates run only on ranks that
+// form two halves (tools/common/rank_halves.h); elsewhere they are not measured, so never chosen.
 //
 // The rule at one size: the chosen candidate is the simplest one whose median t_c is within the margin
 // of the fastest median t_f, that is t_c x (1 - margin) <= t_f. So a candidate replaces a simpler one only
@@ -39,11 +40,13 @@ enum class TunePath : int {
   OneShotPush,
   OneShotPull,
   OneShotStaged,
+  OneShotHalves,
   TwoShotPush,
   TwoShotPull,
   TwoShotStaged,
+  TwoShotHalves,
 };
-inline constexpr int kNumTunePaths = 13;
+inline constexpr int kNumTunePaths = 15;
 inline constexpr int kNumNcclConfigs = 6;  // the forced ring/tree x ll/ll128/simple paths
 
 constexpr int tunePathIndex(TunePath p) { return static_cast<int>(p); }
@@ -65,7 +68,7 @@ SymAlgo symAlgoOf(TunePath p);
 SymVariant symVariantOf(TunePath p);
 TunePath symmetricPath(SymAlgo algo, SymVariant variant);
 
-// The CSV's path column: "nccl", "nccl-ring-ll", ..., "oneshot-push", ..., "twoshot-staged".
+// The CSV's path column: "nccl", "nccl-ring-ll", ..., "oneshot-push", ..., "twoshot-halves".
 std::string_view tunePathName(TunePath p);
 // The summary's column heading, at most 11 characters: "stock", "ring/simple", "1s-push", "2s-staged".
 std::string_view tunePathHeading(TunePath p);

@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <tuple>
 
 #include "kernels/symmetric_comm.h"
 #include "plugin/record_gather.h"
@@ -25,6 +26,8 @@ namespace {
 
 using kernels::Algorithm;
 using kernels::SymmetricComm;
+
+static_assert(std::tuple_size_v<decltype(kernels::SymmetricConfig::halfOf)> == kMaxHalvesVariantRanks);
 
 // Keeps the first problem any rank reports, for the parent's message; returns `code` for the caller.
 int reportProblem(TuneRankReport* report, int rank, int code, const std::string& what) {
@@ -125,6 +128,7 @@ int measureTuneRank(const TuneRankJob& job, int rank) {
     cfg.device = device;
     cfg.oneShotMaxBytes = largest;
     cfg.twoShotMaxBytes = largest;
+    job.world->halves.fill(cfg.halves, cfg.halfOf);  // the halves variant's, planned for this world
     NcclRecordGather allGather(nccl.allGather, comm, n);
     std::string whyNot;
     ours = SymmetricComm::create(cfg, std::ref(allGather), &whyNot);

@@ -41,7 +41,7 @@ std::string lowered(std::string text) {
 
 // --variants: "pull,push" -> {Push, Pull}. Each name at most once; the result in the variants' order.
 std::string parseVariants(const std::string& text, std::vector<SymVariant>& out) {
-  const std::string expected = "expected a comma-separated list of push, pull and staged, each at most once";
+  const std::string expected = "expected a comma-separated list of push, pull, staged and halves, each at most once";
   std::vector<bool> named(kNumSymVariants, false);
   for (const std::string& item : commaItems(text)) {
     const std::optional<SymVariant> v = parseSymVariant(item);
@@ -94,7 +94,7 @@ std::string parseNcclConfigs(const std::string& text, TuneOptions& o) {
 
 std::string tuneUsage() {
   return "usage: symmem-tune [--gpus 0,1,...] [--ranks 2,4,...] [--min SIZE] [--max SIZE] [--margin PERCENT]\n"
-         "                   [--variants LIST] [--nccl-configs default|all|none|LIST] [--csv FILE]\n"
+         "                   [--variants LIST] [--halves LIST] [--nccl-configs default|all|none|LIST] [--csv FILE]\n"
          "                   [--quick] [--out FILE] [--iters N] [--reps N] [--rounds N] [--dtype bf16|fp16|fp32]\n"
          "                   [--nccl-lib PATH] [--timeout-s S] [--plan] [--install | --install-system]\n"
          "Measures stock NCCL, NCCL forced to each ring/tree x ll/ll128/simple configuration, and the symmetric\n"
@@ -105,7 +105,10 @@ std::string tuneUsage() {
          "  --ranks        world sizes to measure, 2..8 (default: 2, 4, 8 up to the GPU count, and the count)\n"
          "  --min/--max    smallest and largest message, powers of two with K/M/G suffixes (default 8 to 64M)\n"
          "  --margin       how much faster a path must be than a simpler one to be chosen (default 5%)\n"
-         "  --variants     kernel variants to time, of push, pull, staged (default: all three)\n"
+         "  --variants     kernel variants to time, of push, pull, staged, halves (default: all four); halves only\n"
+         "                 where the ranks' GPUs form two halves of 2 or more (else skipped, saying why)\n"
+         "  --halves       the halves of the world of that many ranks, one per rank (0,0,1,1): declared instead\n"
+         "                 of found in the topology; without --ranks, that world alone\n"
          "  --nccl-configs NCCL configurations to time beside stock NCCL: default (ring/tree x ll/simple, and\n"
          "                 ll128 where the link is NVLink), all, none, or a list like ring/ll,tree/simple\n"
          "  --csv          also write every median to FILE (ranks,link,cc,bytes,path,median_us,min_us,max_us,chosen)\n"
@@ -155,7 +158,7 @@ TuneArgsResult parseTuneArgs(const std::vector<std::string>& args) {
     }
     static const std::set<std::string> kTakesValue = {
         "--gpus",  "--ranks", "--min",      "--max",       "--margin",   "--iters",        "--reps", "--rounds",
-        "--dtype", "--out",   "--nccl-lib", "--timeout-s", "--variants", "--nccl-configs", "--csv"};
+        "--dtype", "--out",   "--nccl-lib", "--timeout-s", "--variants", "--nccl-configs", "--csv",  "--halves"};
     if (!kTakesValue.count(a)) return fail(unknownOptionMessage("symmem-tune", a));
     if (i + 1 >= args.size()) return fail(a + " needs a value");
     const std::string& v = args[++i];
@@ -201,6 +204,8 @@ TuneArgsResult parseTuneArgs(const std::vector<std::string>& args) {
       o.ncclLibrary = v;
     } else if (a == "--variants") {
       if (std::string why = parseVariants(v, o.variants); !why.empty()) return fail(why);
+    } else if (a == "--halves") {
+      if (std::string why = parseHalvesArg(a, v, o.halves); !why.empty()) return fail(why);
     } else if (a == "--nccl-configs") {
       if (std::string why = parseNcclConfigs(v, o); !why.empty()) return fail(why);
     } else if (a == "--csv") {
@@ -213,6 +218,15 @@ TuneArgsResult parseTuneArgs(const std::vector<std::string>& args) {
     if (!itersSet) o.callsPerBatch = 100;
     if (!repsSet) o.batchesPerRound = 3;
     if (!roundsSet) o.rounds = 1;
+  }
+  if (!o.halves.empty()) {
+    const int n = static_cast<int>(o.halves.size());
+    if (std::find(o.variants.begin(), o.variants.end(), SymVariant::Halves) == o.variants.end())
+      return fail("--halves declares halves for the halves variant, which --variants leaves out");
+    if (o.worldSizes.empty())
+      o.worldSizes = {n};
+    else if (std::find(o.worldSizes.begin(), o.worldSizes.end(), n) == o.worldSizes.end())
+      return fail("--halves names " + std::to_string(n) + " ranks; --ranks has no world of " + std::to_string(n));
   }
   if (o.minBytes > o.maxBytes)
     return fail("--min " + formatBytes(o.minBytes) + " is above --max " + formatBytes(o.maxBytes));

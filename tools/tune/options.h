@@ -8,6 +8,7 @@
 #include "core/link_class.h"
 #include "core/sym_variant.h"
 #include "tools/common/cli_values.h"
+#include "tools/common/rank_halves.h"
 #include "tools/tune/crossover.h"
 
 namespace symmem {
@@ -38,8 +39,13 @@ struct TuneOptions {
   std::string out = "symmem-table.txt";      // --out
   std::string ncclLibrary = "libnccl.so.2";  // --nccl-lib
   int timeoutSec = 1800;  // --timeout-s: per set of ranks (a world's stock set, one NCCL configuration)
-  // --variants: the kernel variants timed (one-shot and two-shot of each), in the order push, pull, staged.
-  std::vector<SymVariant> variants = {SymVariant::Push, SymVariant::Pull, SymVariant::Staged};
+  // --variants: the kernel variants timed (one-shot and two-shot of each), in the order push, pull, staged,
+  // halves. Halves only where the ranks form two halves (plan.h); elsewhere it is skipped, with a note.
+  std::vector<SymVariant> variants = {SymVariant::Push, SymVariant::Pull, SymVariant::Staged, SymVariant::Halves};
+  // --halves: the halves of the world of halves.size() ranks, declared (one half per rank, 0 or 1; checked:
+  // two equal halves of at least 2 ranks, rank 0 in half 0) instead of found in the topology. Empty: the
+  // topology's.
+  std::vector<int> halves;
   NcclConfigSet ncclConfigs = NcclConfigSet::Default;  // --nccl-configs default|all|none|LIST
   std::vector<TunePath> ncclConfigList;                // with LIST: in the candidates' order
   std::string csv;                                     // --csv: every median to this file ("": none)

@@ -151,6 +151,12 @@ TunePlan planTuning(const Topology& topology, const TuneOptions& options) {
     world.link = linkClassOf(topology, std::span<const int>(world.gpus));
     world.ncclConfigs = ncclConfigsFor(options, world.link);
     world.symmetricPaths = symmetricPathsFor(options);
+    world.halves = rankHalves(topology, world.gpus, options.halves);
+    const auto halvesPath = [](TunePath p) { return isSymmetricPath(p) && symVariantOf(p) == SymVariant::Halves; };
+    if (!world.halves.ok && std::any_of(world.symmetricPaths.begin(), world.symmetricPaths.end(), halvesPath)) {
+      std::erase_if(world.symmetricPaths, halvesPath);
+      plan.warnings.push_back(halvesSkippedLine(n, world.halves));
+    }
     if (world.link == LinkClass::Unknown) {
       plan.error = "symmem-tune: the link class of GPUs " + joined(world.gpus) + " is unknown (the topology from " +
                    topology.source() +

@@ -8,6 +8,7 @@
 
 #include "core/capability.h"
 #include "core/link_class.h"
+#include "tools/common/rank_halves.h"
 #include "tools/tune/options.h"
 #include "topology/model.h"
 
@@ -22,7 +23,9 @@ struct TuneWorld {
   // What is timed, in the candidates' order (tools/tune/crossover.h): stock NCCL, the NCCL configs
   // (--nccl-configs, LL128 by default only on NVLink), the symmetric paths (--variants).
   std::vector<TunePath> ncclConfigs;
-  std::vector<TunePath> symmetricPaths;
+  std::vector<TunePath> symmetricPaths;  // without the halves paths when the ranks have no halves
+  // The halves the halves variant runs over (--halves, else the topology's), or why there are none.
+  RankHalves halves;
   std::vector<TunePath> paths() const;  // all of them: stock NCCL, the configs, the symmetric paths
   // Sets of forked ranks: one for stock NCCL with the symmetric paths, one per NCCL config.
   int rankSets() const { return 1 + static_cast<int>(ncclConfigs.size()); }
@@ -34,7 +37,8 @@ struct TunePlan {
   std::string gpuName;                // model of the first chosen GPU, when known
   std::vector<TuneWorld> worlds;      // ascending world size
   std::vector<uint64_t> sizes;        // message sizes, ascending
-  std::vector<std::string> warnings;  // things that do not stop the run (P2P not known, GPUs left out)
+  std::vector<std::string> warnings;  // things that do not stop the run (P2P not known, GPUs left out, halves
+                                      // skipped)
   std::string error;                  // "symmem-tune: ..." when the run cannot happen
   bool ok() const { return error.empty(); }
 
@@ -43,7 +47,8 @@ struct TunePlan {
 };
 
 // `topology` is the node as the plugin sees it (plugin/process.h). Checks, in order: GPUs present, --gpus valid,
-// at least two GPUs, one capability, P2P between every chosen pair, world sizes, link classes known.
+// at least two GPUs, one capability, P2P between every chosen pair, world sizes, link classes known. A world
+// whose ranks have no halves (rankHalves) drops the halves paths, with one warning line saying why.
 TunePlan planTuning(const Topology& topology, const TuneOptions& options);
 
 // Default world sizes for `gpuCount` GPUs: 2, 4, 8 up to the count (at most 8), plus the count when

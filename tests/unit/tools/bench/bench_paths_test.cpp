@@ -25,11 +25,12 @@ std::vector<SymVariant> variantsOf(const std::vector<std::string>& args) {
   return r.options.variants;
 }
 
-TEST(BenchOptions, VariantsDefaultToAllThreeAndComeInTheirOwnOrder) {
-  const std::vector<SymVariant> all = {SymVariant::Push, SymVariant::Pull, SymVariant::Staged};
+TEST(BenchOptions, VariantsDefaultToAllFourAndComeInTheirOwnOrder) {
+  const std::vector<SymVariant> all = {SymVariant::Push, SymVariant::Pull, SymVariant::Staged, SymVariant::Halves};
   EXPECT_EQ(variantsOf({}), all);
-  EXPECT_EQ(variantsOf({"--variants", "push,pull,staged"}), all);
-  EXPECT_EQ(variantsOf({"--variants", "staged,push,pull"}), all);
+  EXPECT_EQ(variantsOf({"--variants", "push,pull,staged,halves"}), all);
+  EXPECT_EQ(variantsOf({"--variants", "halves,staged,push,pull"}), all);
+  EXPECT_EQ(variantsOf({"--variants", "halves"}), std::vector<SymVariant>{SymVariant::Halves});
   EXPECT_EQ(variantsOf({"--variants", "pull"}), std::vector<SymVariant>{SymVariant::Pull});
   EXPECT_EQ(variantsOf({"--variants", "staged,push"}), (std::vector<SymVariant>{SymVariant::Push, SymVariant::Staged}));
   // The last --variants wins, like every other flag.
@@ -57,7 +58,8 @@ TEST(BenchOptions, VariantsBadEmptyOrRepeatedNameIsRefusedNamingFlagAndValue) {
     EXPECT_FALSE(r.ok()) << c.args.back();
     EXPECT_NE(r.error.find(c.message), std::string::npos) << "got: " << r.error << "\nwanted: " << c.message;
     if (c.args.size() > 1)
-      EXPECT_NE(r.error.find("expected a comma-separated list of push, pull and staged"), std::string::npos) << r.error;
+      EXPECT_NE(r.error.find("expected a comma-separated list of push, pull, staged and halves"), std::string::npos)
+          << r.error;
   }
 }
 
@@ -77,6 +79,7 @@ TEST(BenchOptions, HelpNamesEachVariantWithWhatItDoes) {
       {"push", "every rank writes its data into every peer's buffer at once"},
       {"pull", "each rank publishes its data in its own buffer and the peers read it over P2P"},
       {"staged", "pushes to one peer per step"},
+      {"halves", "reduces inside each half, one flow per GPU across the middle to its partner"},
   };
   for (const auto& [name, meaning] : lines) {
     bool found = false;
@@ -89,7 +92,9 @@ TEST(BenchOptions, HelpNamesEachVariantWithWhatItDoes) {
     }
     EXPECT_TRUE(found) << "no line for " << name << " in:\n" << out;
   }
-  for (const char* path : {"one-shot-pull", "two-shot-pull", "one-shot-staged", "two-shot-staged"})
+  EXPECT_NE(out.find("[--halves LIST]"), std::string::npos) << out;
+  for (const char* path :
+       {"one-shot-pull", "two-shot-pull", "one-shot-staged", "two-shot-staged", "one-shot-halves", "two-shot-halves"})
     EXPECT_NE(out.find(path), std::string::npos) << path;
 }
 
@@ -112,6 +117,60 @@ TEST(BenchPaths, NcclFirstThenBothKernelsPerVariantWithPushKeepingTheOldNames) {
   EXPECT_TRUE(paths[2].ours());
   EXPECT_EQ(paths[3].kind, PathKind::TwoShot);
   EXPECT_EQ(paths[3].variant, SymVariant::Pull);
+}
+
+// --halves: one half per rank, checked as the kernels need them; against --ngpus when that is given.
+TEST(BenchOptions, HalvesAreParsedStrictly) {
+  BenchArgsResult r = parseBenchArgs({"--halves", "0,0,1,1"});
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.options.halves, (std::vector<int>{0, 0, 1, 1}));
+  r = parseBenchArgs({"--ngpus", "4", "--halves", "0,1,1,0"});
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_TRUE(parseBenchArgs({}).options.halves.empty()) << "the topology's by default";
+  struct Case {
+    std::vector<std::string> args;
+    const char* message;
+  };
+  const Case cases[] = {
+      {{"--halves", "0,1"}, "bad --halves '0,1': one rank per half"},
+      {{"--halves", "0,0,0,1,1,1,1,0"}, ""},  // valid: checked below
+      {{"--halves", "0,0,1,1,1"}, "bad --halves '0,0,1,1,1': 2 and 3 ranks"},
+      {{"--halves", "1,1,0,0"}, "rank 0 is in half 1"},
+      {{"--halves", "0,0,1,x"}, "'x' is not a half"},
+      {{"--ngpus", "8", "--halves", "0,0,1,1"}, "--halves names 4 ranks; --ngpus 8 runs 8"},
+      {{"--variants", "push", "--halves", "0,0,1,1"},
+       "--halves declares halves for the halves variant, which --variants leaves out"},
+  };
+  for (const Case& c : cases) {
+    const BenchArgsResult bad = parseBenchArgs(c.args);
+    if (*c.message == '\0') {
+      EXPECT_TRUE(bad.ok()) << bad.error;
+      continue;
+    }
+    EXPECT_FALSE(bad.ok()) << c.args.back();
+    EXPECT_NE(bad.error.find(c.message), std::string::npos) << "got: " << bad.error << "\nwanted: " << c.message;
+  }
+}
+
+// Ranks without halves skip the halves variant with one line saying why; with halves it runs.
+TEST(BenchPaths, HalvesAreSkippedWhereTheRanksHaveNone) {
+  const std::vector<SymVariant> all = {SymVariant::Push, SymVariant::Pull, SymVariant::Staged, SymVariant::Halves};
+  RankHalves none;
+  none.why = "no halves on these GPUs (every pair shares one PCIe switch: there is no middle to cross)";
+  std::string skipped;
+  EXPECT_EQ(bench::measuredVariants(all, 2, none, &skipped),
+            (std::vector<SymVariant>{SymVariant::Push, SymVariant::Pull, SymVariant::Staged}));
+  EXPECT_EQ(skipped,
+            "halves skipped at 2 ranks: no halves on these GPUs (every pair shares one PCIe switch: there is no middle "
+            "to cross); --halves declares them");
+  skipped.clear();
+  EXPECT_EQ(bench::measuredVariants({SymVariant::Push}, 2, none, &skipped), std::vector<SymVariant>{SymVariant::Push});
+  EXPECT_EQ(skipped, "") << "not asked for: nothing to say";
+  RankHalves four;
+  four.ok = true;
+  four.halfOf = {0, 0, 1, 1};
+  EXPECT_EQ(bench::measuredVariants(all, 4, four, &skipped), all);
+  EXPECT_EQ(skipped, "");
 }
 
 PathResult timed(double graphUs, double eagerUs, long long wrong = 0) {
@@ -173,6 +232,34 @@ TEST(BenchPaths, TableHasAColumnPerPathThatRanNamesTheBestAndFitsIn160Columns) {
             std::string::npos)
       << table;
   EXPECT_EQ(bench::totalWrong(results), 2);
+}
+
+TEST(BenchPaths, AllTenPathsFitIn160Columns) {
+  const std::vector<BenchPath> paths =
+      bench::benchPaths({SymVariant::Push, SymVariant::Pull, SymVariant::Staged, SymVariant::Halves});
+  ASSERT_EQ(paths.size(), 10u);
+  EXPECT_EQ(paths[8].name() + "/" + paths[8].heading(), "one-shot-halves/1s-halves");
+  EXPECT_EQ(paths[9].name() + "/" + paths[9].heading(), "two-shot-halves/2s-halves");
+  bench::Results results;
+  results[8] = {timed(20.0, 25.0), timed(10.0, 12.0), timed(6.0, 9.0), timed(8.0, 9.5), timed(7.0, 9.0),
+                timed(5.0, 9.0),   timed(6.5, 4.0),   timed(9.0, 9.9), timed(4.0, 8.0), timed(6.0, 7.0)};
+  results[64u << 20] = {timed(123456.78, 99999.99),
+                        timed(54321.5, 60000.0),
+                        std::nullopt,
+                        timed(30000.0, 31000.0),
+                        std::nullopt,
+                        timed(27000.0, 28000.0),
+                        std::nullopt,
+                        timed(40000.0, 41000.0),
+                        std::nullopt,
+                        timed(26000.0, 99999.99)};
+  const std::string table = bench::summaryTable(paths, results, true);
+  for (const std::string& line : linesOf(table)) EXPECT_LE(line.size(), 160u) << line;
+  EXPECT_NE(table.find("1s-staged 2s-staged 1s-halves 2s-halves | ours/nccl"), std::string::npos) << table;
+  EXPECT_NE(rowOf(table, "8").find("1s-halves | 0"), std::string::npos) << table;
+  EXPECT_NE(table.find("2s-staged = two-shot-staged,\n# 1s-halves = one-shot-halves, 2s-halves = two-shot-halves\n"),
+            std::string::npos)
+      << "the legend goes on a second line: " << table;
 }
 
 TEST(BenchPaths, PathsThatNeverRanHaveNoColumnAndNoEagerTableWithoutEager) {

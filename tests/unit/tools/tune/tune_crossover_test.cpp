@@ -23,10 +23,10 @@ SizeTimes at(uint64_t bytes, std::initializer_list<std::pair<TunePath, double>> 
 
 TEST(TuneCandidates, OrderNamesAndKinds) {
   // The order is the simplicity order and the CSV's order; the names are the CSV's.
-  const char* names[] = {"nccl",          "nccl-ring-ll",    "nccl-ring-ll128",  "nccl-ring-simple",
-                         "nccl-tree-ll",  "nccl-tree-ll128", "nccl-tree-simple", "oneshot-push",
-                         "oneshot-pull",  "oneshot-staged",  "twoshot-push",     "twoshot-pull",
-                         "twoshot-staged"};
+  const char* names[] = {"nccl",         "nccl-ring-ll",    "nccl-ring-ll128",  "nccl-ring-simple",
+                         "nccl-tree-ll", "nccl-tree-ll128", "nccl-tree-simple", "oneshot-push",
+                         "oneshot-pull", "oneshot-staged",  "oneshot-halves",   "twoshot-push",
+                         "twoshot-pull", "twoshot-staged",  "twoshot-halves"};
   ASSERT_EQ(std::size(names), static_cast<size_t>(kNumTunePaths));
   std::set<std::string> headings;
   for (int i = 0; i < kNumTunePaths; ++i) {

@@ -105,11 +105,13 @@ TEST(TuneOptions, BadArgumentsSayWhatIsWrong) {
 
 TEST(TuneOptions, VariantsAndNcclConfigsNarrowWhatIsTimed) {
   const TuneOptions defaults = parse({}).options;
-  EXPECT_EQ(defaults.variants, (std::vector<SymVariant>{SymVariant::Push, SymVariant::Pull, SymVariant::Staged}));
+  EXPECT_EQ(defaults.variants,
+            (std::vector<SymVariant>{SymVariant::Push, SymVariant::Pull, SymVariant::Staged, SymVariant::Halves}));
   EXPECT_EQ(defaults.ncclConfigs, NcclConfigSet::Default);
   EXPECT_EQ(symmetricPathsFor(defaults),
             (std::vector<TunePath>{TunePath::OneShotPush, TunePath::OneShotPull, TunePath::OneShotStaged,
-                                   TunePath::TwoShotPush, TunePath::TwoShotPull, TunePath::TwoShotStaged}));
+                                   TunePath::OneShotHalves, TunePath::TwoShotPush, TunePath::TwoShotPull,
+                                   TunePath::TwoShotStaged, TunePath::TwoShotHalves}));
   // LL128 only where the link is NVLink: on PCIe NCCL leaves it off, a band for it would not apply.
   const std::vector<TunePath> pcie = {TunePath::NcclRingLL, TunePath::NcclRingSimple, TunePath::NcclTreeLL,
                                       TunePath::NcclTreeSimple};
@@ -182,21 +184,30 @@ TEST(TunePlan, EightGpuServerGetsTwoFourEightWithTheirLinks) {
   EXPECT_EQ(plan.worlds[1].link, LinkClass::PcieSameRoot);
   EXPECT_EQ(plan.worlds[2].nRanks, 8);
   EXPECT_EQ(plan.worlds[2].link, LinkClass::PcieCrossSocket);
-  // Per world: stock NCCL, four configs (no LL128 on PCIe), six kernels.
-  for (const TuneWorld& w : plan.worlds) {
-    EXPECT_EQ(w.paths().size(), 11u);
-    EXPECT_EQ(w.rankSets(), 5);
-  }
-  EXPECT_EQ(plan.steps(3), 3 * 24 * 11 * 3);
-  ASSERT_FALSE(plan.warnings.empty());
+  // Per world: stock NCCL, four configs (no LL128 on PCIe), six flat kernels, and the two halves kernels
+  // where the ranks form two halves of 2 or more (4 and 8 ranks; 2 ranks share one switch).
+  EXPECT_EQ(plan.worlds[0].paths().size(), 11u);
+  EXPECT_EQ(plan.worlds[1].paths().size(), 13u);
+  EXPECT_EQ(plan.worlds[2].paths().size(), 13u);
+  for (const TuneWorld& w : plan.worlds) EXPECT_EQ(w.rankSets(), 5);
+  EXPECT_EQ(plan.steps(3), 24 * (11 + 13 + 13) * 3);
+  ASSERT_EQ(plan.warnings.size(), 2u);
   EXPECT_NE(plan.warnings[0].find("P2P is not known"), std::string::npos);
+  EXPECT_EQ(plan.warnings[1],
+            "halves skipped at 2 ranks: no halves on these GPUs (every pair shares one PCIe switch: there is no middle "
+            "to cross); --halves declares them");
   const std::string text = describePlan(plan, topo, parse({}).options);
   EXPECT_NE(text.find("ranks=8 on GPUs 0,1,2,3,4,5,6,7: link pcie-sys; paths stock ring/ll ring/simple tree/ll "
-                      "tree/simple 1s-push 1s-pull 1s-staged 2s-push 2s-pull 2s-staged\n"),
+                      "tree/simple 1s-push 1s-pull 1s-staged 1s-halves 2s-push 2s-pull 2s-staged 2s-halves\n"),
             std::string::npos)
       << text;
+  EXPECT_NE(text.find("ranks=2 on GPUs 0,1: link pcie-switch; paths stock ring/ll ring/simple tree/ll tree/simple "
+                      "1s-push 1s-pull 1s-staged 2s-push 2s-pull 2s-staged\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  note: halves skipped at 2 ranks: no halves on these GPUs"), std::string::npos) << text;
   EXPECT_NE(text.find("  estimate: about "), std::string::npos) << text;
-  EXPECT_NE(text.find(" of measuring (15 set(s) of ranks, 2376 timed steps"), std::string::npos) << text;
+  EXPECT_NE(text.find(" of measuring (15 set(s) of ranks, 2664 timed steps"), std::string::npos) << text;
 }
 
 // A plan for `n` NVLink GPUs (no topology file needed).
@@ -214,6 +225,67 @@ TunePlan nvlinkPlan(int n, const std::vector<std::string>& args) {
 
 double estimateFor(int n, const std::vector<std::string>& args) {
   return estimateTuneSeconds(nvlinkPlan(n, args), parse(args).options);
+}
+
+// The halves candidates run where the ranks form two halves of 2 or more; elsewhere one note says why
+// and they are neither measured nor chosen. --halves declares them where the topology has none.
+TEST(TunePlan, HalvesAreTimedOnlyWhereTheRanksHaveThem) {
+  const TunePlan flat = nvlinkPlan(4, {});
+  ASSERT_EQ(flat.worlds.size(), 2u);
+  for (const TuneWorld& w : flat.worlds) {
+    EXPECT_FALSE(w.halves.ok);
+    for (TunePath p : w.paths()) EXPECT_NE(tunePathHeading(p).substr(3), "halves") << tunePathName(p);
+  }
+  ASSERT_EQ(flat.warnings.size(), 3u);  // P2P not known, then one line per world
+  EXPECT_NE(flat.warnings[1].find("halves skipped at 2 ranks: no halves on these GPUs"), std::string::npos);
+  EXPECT_EQ(flat.warnings[2],
+            "halves skipped at 4 ranks: no halves on these GPUs (GPU 0 and GPU 1 are joined by NVLink: halves are "
+            "for PCIe-only communicators); --halves declares them");
+
+  const TunePlan declared = nvlinkPlan(4, {"--halves", "0,1,0,1"});
+  ASSERT_EQ(declared.worlds.size(), 1u) << "without --ranks, the declared world alone";
+  const TuneWorld& w = declared.worlds[0];
+  EXPECT_EQ(w.nRanks, 4);
+  ASSERT_TRUE(w.halves.ok);
+  EXPECT_TRUE(w.halves.declared);
+  EXPECT_EQ(w.halves.halfOf, (std::vector<int>{0, 1, 0, 1}));
+  EXPECT_EQ(w.symmetricPaths.back(), TunePath::TwoShotHalves);
+  EXPECT_EQ(w.symmetricPaths.size(), 8u);
+
+  // Asked for alone where there are none: nothing symmetric left to time, still said once.
+  const TunePlan only = nvlinkPlan(2, {"--variants", "halves"});
+  ASSERT_EQ(only.worlds.size(), 1u);
+  EXPECT_TRUE(only.worlds[0].symmetricPaths.empty());
+  ASSERT_EQ(only.warnings.size(), 2u);
+  EXPECT_NE(only.warnings[1].find("halves skipped at 2 ranks: no halves on these GPUs"), std::string::npos);
+}
+
+TEST(TuneOptions, HalvesDeclareTheWorldOfTheirLength) {
+  TuneArgsResult r = parse({"--halves", "0,0,1,1"});
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.options.halves, (std::vector<int>{0, 0, 1, 1}));
+  EXPECT_EQ(r.options.worldSizes, std::vector<int>{4});
+  r = parse({"--ranks", "2,4,8", "--halves", "0,0,1,1"});
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.options.worldSizes, (std::vector<int>{2, 4, 8}));
+  struct Case {
+    std::vector<std::string> args;
+    const char* message;
+  };
+  const Case cases[] = {
+      {{"--halves", "0,1"}, "bad --halves '0,1': one rank per half"},
+      {{"--halves", "1,0,1,0"}, "bad --halves '1,0,1,0': rank 0 is in half 1"},
+      {{"--halves", "0,0,1"}, "bad --halves '0,0,1': 2 and 1 ranks"},
+      {{"--ranks", "2,8", "--halves", "0,0,1,1"}, "--halves names 4 ranks; --ranks has no world of 4"},
+      {{"--halves", "0,0,1,1", "--variants", "push,pull"},
+       "--halves declares halves for the halves variant, which --variants leaves out"},
+      {{"--halves"}, "--halves needs a value"},
+  };
+  for (const Case& c : cases) {
+    const TuneArgsResult bad = parse(c.args);
+    EXPECT_FALSE(bad.ok()) << c.args.back();
+    EXPECT_NE(bad.error.find(c.message), std::string::npos) << "got: " << bad.error << "\nwanted: " << c.message;
+  }
 }
 
 TEST(TunePlan, TheEstimateGrowsWithTheWork) {
