@@ -1073,8 +1073,8 @@ class Rank:
         if run.returncode != 0:
             raise RuntimeError(f"symmem-stat exited {run.returncode}: {run.stderr.strip()}")
         data = json.loads(run.stdout)
-        symmetric_keys = ("one_shot_push", "one_shot_pull", "one_shot_staged",
-                          "two_shot_push", "two_shot_pull", "two_shot_staged")
+        symmetric_keys = ("one_shot_push", "one_shot_pull", "one_shot_staged", "one_shot_halves",
+                          "two_shot_push", "two_shot_pull", "two_shot_staged", "two_shot_halves")
         seen = {}
         for process in data["processes"]:
             for c in process["communicators"]:

@@ -45,7 +45,8 @@ def load(path):
 KERNEL_NAMES = {"nccl": "stock NCCL", "nccl-win": "NCCL symmetric windows", "one-shot": "one-shot kernel",
                 "two-shot": "two-shot kernel", "one-shot-pull": "one-shot pull kernel",
                 "two-shot-pull": "two-shot pull kernel", "one-shot-staged": "one-shot staged kernel",
-                "two-shot-staged": "two-shot staged kernel"}
+                "two-shot-staged": "two-shot staged kernel", "one-shot-halves": "one-shot halves kernel",
+                "two-shot-halves": "two-shot halves kernel"}
 
 
 def kernel_path(algorithm, variant):
@@ -90,7 +91,8 @@ def draw(series, title, out):
     fig, ax = plt.subplots(figsize=(9, 5.5))
     styles = {"stock NCCL": "k-o", "NCCL symmetric windows": "b--s", "one-shot kernel": "g:^",
               "two-shot kernel": "m:v", "one-shot pull kernel": "g-.>", "two-shot pull kernel": "m-.<",
-              "one-shot staged kernel": "y:^", "two-shot staged kernel": "c:v"}
+              "one-shot staged kernel": "y:^", "two-shot staged kernel": "c:v", "one-shot halves kernel": "r--^",
+              "two-shot halves kernel": "r-.v"}
     for name, points in series.items():
         xs = sorted(points)
         if "symmem" in name:  # wide and pale underneath, so the kernel it picked stays visible on top
