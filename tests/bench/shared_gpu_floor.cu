@@ -364,6 +364,9 @@ void symmetric(int n, const Options& o, bool ordered, double emptyGraphUs, doubl
       c.programmaticLaunch = o.programmatic;
       c.costSwitches = o.switches;
       c.statsMirrorMask = mirrorMask;
+      // Halves (the first and second half of the ranks) where the halves variant runs: 4, 6, 8 ranks.
+      c.halves = n >= 4 && n % 2 == 0;
+      for (int q = 0; q < n; ++q) c.halfOf[q] = static_cast<uint8_t>(q >= n / 2 ? 1 : 0);
       if (!o.trace.empty()) {
         BENCH_CHECK_CUDA(cudaMalloc(&traces[r], symmem::kernels::kTraceCalls * symmem::kernels::kTraceWords * 8));
         c.costTrace = traces[r];
@@ -394,7 +397,9 @@ void symmetric(int n, const Options& o, bool ordered, double emptyGraphUs, doubl
                         {"one-shot staged", {Algorithm::OneShot, SymVariant::Staged}},
                         {"two-shot push", {Algorithm::TwoShot, SymVariant::Push}},
                         {"two-shot pull", {Algorithm::TwoShot, SymVariant::Pull}},
-                        {"two-shot staged", {Algorithm::TwoShot, SymVariant::Staged}}};
+                        {"two-shot staged", {Algorithm::TwoShot, SymVariant::Staged}},
+                        {"one-shot halves", {Algorithm::OneShot, SymVariant::Halves}},
+                        {"two-shot halves", {Algorithm::TwoShot, SymVariant::Halves}}};
   // One call as the interposer makes it: the launch, then (with statistics) the host's count.
   auto call = [&](int r, cudaStream_t s, const KernelChoice& kernel, size_t bytes) {
     bool captured = false;
@@ -413,6 +418,7 @@ void symmetric(int n, const Options& o, bool ordered, double emptyGraphUs, doubl
     const std::string name = std::string(p.name) + suffix;
     std::replace(key.begin(), key.end(), ' ', '-');
     if (!o.paths.empty() && ("," + o.paths + ",").find("," + key + ",") == std::string::npos) continue;
+    if (p.kernel.variant == SymVariant::Halves && !(n >= 4 && n % 2 == 0)) continue;  // no halves at this size
     for (const bool graph : {true, false}) {
       if (!graph && (!ordered || !o.eager)) continue;  // eager calls on one stream per rank are in order anyway
       for (const int size : o.sizes) {
