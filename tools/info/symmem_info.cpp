@@ -338,18 +338,30 @@ std::string verdictLine(const DecisionTable& table, CommFacts facts, const Polic
   return line;
 }
 
-// The halves of ranks 0..nRanks-1 on the machine's first nRanks GPUs (topology/halves.h), as the plugin
-// agrees them at setup: a band naming the halves variant runs it only where they exist.
-void addHalves(const Topology& topology, CommFacts& facts) {
-  if (facts.nRanks < 2 || facts.nRanks > topology.gpuCount() || facts.nRanks > kMaxHalvesRanks) return;
-  std::vector<int> gpus(static_cast<size_t>(facts.nRanks));
-  for (int r = 0; r < facts.nRanks; ++r) gpus[static_cast<size_t>(r)] = r;
-  const Halves h = halvesOf(topology, gpus);
-  if (!h.ok) return;
+// The halves of ranks 0..nRanks-1 as the plugin's setup gives them (plugin/comm_setup.cpp): SYMMEM_HALVES=auto
+// those of the machine's first nRanks GPUs (topology/halves.h), split the first and second half of the
+// ranks, off none. A band naming the halves variant runs it only where they exist.
+void addHalves(const Topology& topology, const Settings& settings, CommFacts& facts) {
+  const int n = facts.nRanks;
+  const HalvesMode mode = halvesModeFrom(settings);
+  if (mode == HalvesMode::Off || n < 2 || n > kMaxHalvesRanks) return;
+  std::vector<int> halfOf(static_cast<size_t>(n));
+  if (mode == HalvesMode::Split) {
+    if (n < 4 || n % 2 != 0) return;
+    for (int r = 0; r < n; ++r) halfOf[static_cast<size_t>(r)] = r >= n / 2 ? 1 : 0;
+    facts.middle = facts.link;
+  } else {
+    if (n > topology.gpuCount()) return;
+    std::vector<int> gpus(static_cast<size_t>(n));
+    for (int r = 0; r < n; ++r) gpus[static_cast<size_t>(r)] = r;
+    const Halves h = halvesOf(topology, gpus);
+    if (!h.ok) return;
+    halfOf = h.halfOf;
+    facts.middle = middleLinkClass(h.level);
+  }
   facts.halves = 2;
-  facts.middle = middleLinkClass(h.level);
-  for (int r = 0; r < facts.nRanks; ++r)
-    facts.halfOf[static_cast<size_t>(r)] = static_cast<uint8_t>(h.halfOf[static_cast<size_t>(r)]);
+  for (int r = 0; r < n; ++r)
+    facts.halfOf[static_cast<size_t>(r)] = static_cast<uint8_t>(halfOf[static_cast<size_t>(r)]);
 }
 
 int check(const Options& opt, const Settings& settings, const std::vector<std::string>& unknownNames) {
@@ -421,7 +433,7 @@ int main(int argc, char** argv) {
   }
   facts.link = opt.link.value_or(machine.link);
   facts.allPairsP2p = opt.p2p && (opt.link ? true : machine.allPairsP2p);
-  addHalves(machine.topology, facts);
+  addHalves(machine.topology, settings, facts);
   const PluginLoadReport load = checkPluginLoads(opt.pluginPath.empty() ? defaultPluginPath() : opt.pluginPath);
   const Policy policy = policyFrom(settings);
 

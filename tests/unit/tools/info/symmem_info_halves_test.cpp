@@ -100,6 +100,17 @@ TEST(SymmemInfoHalves, BandsNamingHalves) {
   EXPECT_TRUE(l40s.has("       16KiB  symmetric one-shot push     within a one-shot band\n"))
       << "no halves on these GPUs: the push variant of the same kernel\n"
       << l40s.out;
+
+  // SYMMEM_HALVES as the plugin reads it: split declares them, off takes them away.
+  const ToolRun split = runTool("env -u SYMMEM_TABLE -u SYMMEM_TOPO_FILE -u SYMMEM_CC SYMMEM_HALVES=split '" +
+                                std::string(SYMMEM_INFO_PATH) + "' --topo '" + topologies +
+                                "l40s-x4-aws-g6e-12xlarge-vm.topo.txt' --cc 12.0 --table " + table.path());
+  EXPECT_TRUE(split.has("       16KiB  symmetric one-shot halves   within a one-shot band\n")) << split.out;
+  const ToolRun off =
+      runTool("env -u SYMMEM_TABLE -u SYMMEM_TOPO_FILE -u SYMMEM_CC SYMMEM_HALVES=off '" +
+              std::string(SYMMEM_INFO_PATH) + "' --topo '" + topologies +
+              "rtx-pro-6000-server-x8-asus-esc8000a-e13p-broadcom.topo.txt' --cc 12.0 " + "--table " + table.path());
+  EXPECT_TRUE(off.has("       16KiB  symmetric one-shot push     within a one-shot band\n")) << off.out;
 }
 
 }  // namespace
