@@ -140,14 +140,11 @@ __device__ __forceinline__ bool receivePartial(const WaitContext& w, char* at, s
 // Size range:   where the flat one-shot's (n-1) streams per GPU, half of them across the middle, cost
 //               more than one more hop inside the half: the decision table's bands say where.
 // ==================================================================================================
+// One round of it, on a round record that was not aborted; every thread of the block then closes it.
 template <typename T, int OP>
-__device__ __forceinline__ void oneShotHalves(const DeviceView& v, const T* send, T* recv, size_t count) {
+__device__ __forceinline__ void oneShotHalvesRound(const DeviceView& v, const RoundState& st, const T* send, T* recv,
+                                                   size_t count, size_t nVec, size_t first, size_t stride) {
   constexpr int kPer = kElemsPerVec<T>;
-  BlockControl* ctl = v.control->oneShot;
-  const RoundState st = beginLaunch(v, ctl);
-  if (st.aborted) return;
-  const size_t nVec = vectorCount(count * sizeof(T));
-  const size_t first = firstVector(), stride = vectorStride();
   const bool inAligned = isVecAligned(send), outAligned = isVecAligned(recv);
   const size_t slotBytes = v.layout.oneShotSlotBytes;
   const int rank = v.rank, partner = v.partnerOf[v.rank];
@@ -195,7 +192,18 @@ __device__ __forceinline__ void oneShotHalves(const DeviceView& v, const T* send
     storeVector<T>(recv, i * kPer, count,
                    v.half == 0 ? combineHalves<T, OP>(ours, theirs) : combineHalves<T, OP>(theirs, ours), outAligned);
   }
-  endLaunch(v, ctl, st.round, paddedBytes(count * sizeof(T)));
+}
+
+template <typename T, int OP>
+__device__ __forceinline__ void oneShotHalves(const DeviceView& v, const T* send, T* recv, size_t count) {
+  BlockControl* ctl = v.control->oneShot;
+  // Every thread reads the round record (one sector per warp) and the block meets only at the end
+  // (closeRound), as the one-shot push does: no barrier before the first store.
+  const RoundState st = loadRound(ctl + blockIdx.x, &v.control->aborted).state();
+  const size_t nVec = vectorCount(count * sizeof(T));
+  const size_t first = firstVector(), stride = vectorStride();
+  if (!st.aborted) oneShotHalvesRound<T, OP>(v, st, send, recv, count, nVec, first, stride);
+  closeRound(st, ctl, v.gridCap, gridDim.x, stride, paddedBytes(count * sizeof(T)));
 }
 
 // ==================================================================================================
