@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tools/common/rank_halves.h"
 
+#include "kernels/halves_plan.h"
 #include "topology/halves.h"
 
 namespace symmem {
+
+static_assert(kMaxHalvesVariantRanks == kernels::kMaxRanks, "the halves variant's rank bound is the kernels'");
 
 std::string parseHalvesArg(const std::string& flag, const std::string& text, std::vector<int>& out) {
   const std::string bad = "bad " + flag + " '" + text + "': ";
@@ -23,12 +26,13 @@ std::string parseHalvesArg(const std::string& flag, const std::string& text, std
     start = comma + 1;
   }
   const int n = static_cast<int>(halves.size());
-  int ones = 0;
-  for (int h : halves) ones += h;
   if (n > kMaxHalvesVariantRanks) return bad + std::to_string(n) + " ranks; " + expected;
-  if (halves[0] != 0) return bad + "rank 0 is in half 1; " + expected;
-  if (ones * 2 != n) return bad + std::to_string(n - ones) + " and " + std::to_string(ones) + " ranks; " + expected;
-  if (ones < 2) return bad + "one rank per half; " + expected;
+  // The kernels' own rule (setup refuses the same halves).
+  kernels::SymmetricConfig config;
+  config.nRanks = n;
+  config.halves = true;
+  for (int r = 0; r < n; ++r) config.halfOf[r] = static_cast<uint8_t>(halves[r]);
+  if (std::string problem = kernels::halvesProblem(config); !problem.empty()) return bad + problem + "; " + expected;
   out = halves;
   return {};
 }

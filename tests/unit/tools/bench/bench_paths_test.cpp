@@ -132,10 +132,10 @@ TEST(BenchOptions, HalvesAreParsedStrictly) {
     const char* message;
   };
   const Case cases[] = {
-      {{"--halves", "0,1"}, "bad --halves '0,1': one rank per half"},
+      {{"--halves", "0,1"}, "bad --halves '0,1': halves need an even number of ranks from 4 to 8, not 2"},
       {{"--halves", "0,0,0,1,1,1,1,0"}, ""},  // valid: checked below
-      {{"--halves", "0,0,1,1,1"}, "bad --halves '0,0,1,1,1': 2 and 3 ranks"},
-      {{"--halves", "1,1,0,0"}, "rank 0 is in half 1"},
+      {{"--halves", "0,0,1,1,1"}, "bad --halves '0,0,1,1,1': halves need an even number of ranks from 4 to 8, not 5"},
+      {{"--halves", "1,1,0,0"}, "rank 0 must be in half 0"},
       {{"--halves", "0,0,1,x"}, "'x' is not a half"},
       {{"--ngpus", "8", "--halves", "0,0,1,1"}, "--halves names 4 ranks; --ngpus 8 runs 8"},
       {{"--variants", "push", "--halves", "0,0,1,1"},

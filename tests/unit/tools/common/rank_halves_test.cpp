@@ -33,10 +33,14 @@ TEST(RankHalves, DeclaredHalvesAreTwoEqualHalvesOfTwoOrMore) {
     const char* why;
   };
   const Case bad[] = {
-      {"0,1", "one rank per half"},       {"0,0,0,1", "3 and 1 ranks"},
-      {"1,1,0,0", "rank 0 is in half 1"}, {"0,0,1,2", "'2' is not a half"},
-      {"0,0,1,", "empty item"},           {"", "empty item"},
-      {"0, 0,1,1", "' 0' is not a half"}, {"0,0,0,0,0,1,1,1,1,1", "10 ranks"},
+      {"0,1", "halves need an even number of ranks from 4 to 8, not 2"},
+      {"0,0,0,1", "unequal halves (3 and 1 ranks)"},
+      {"1,1,0,0", "rank 0 must be in half 0"},
+      {"0,0,1,2", "'2' is not a half"},
+      {"0,0,1,", "empty item"},
+      {"", "empty item"},
+      {"0, 0,1,1", "' 0' is not a half"},
+      {"0,0,0,0,0,1,1,1,1,1", "10 ranks"},
   };
   for (const Case& c : bad) {
     out = {7};

@@ -273,9 +273,9 @@ TEST(TuneOptions, HalvesDeclareTheWorldOfTheirLength) {
     const char* message;
   };
   const Case cases[] = {
-      {{"--halves", "0,1"}, "bad --halves '0,1': one rank per half"},
-      {{"--halves", "1,0,1,0"}, "bad --halves '1,0,1,0': rank 0 is in half 1"},
-      {{"--halves", "0,0,1"}, "bad --halves '0,0,1': 2 and 1 ranks"},
+      {{"--halves", "0,1"}, "bad --halves '0,1': halves need an even number of ranks from 4 to 8, not 2"},
+      {{"--halves", "1,0,1,0"}, "bad --halves '1,0,1,0': rank 0 must be in half 0"},
+      {{"--halves", "0,0,1"}, "bad --halves '0,0,1': halves need an even number of ranks from 4 to 8, not 3"},
       {{"--ranks", "2,8", "--halves", "0,0,1,1"}, "--halves names 4 ranks; --ranks has no world of 4"},
       {{"--halves", "0,0,1,1", "--variants", "push,pull"},
        "--halves declares halves for the halves variant, which --variants leaves out"},
