@@ -56,9 +56,9 @@ cudaError_t launchTyped(bool twoShot, const DeviceView& view, const void* send, 
       twoShot ? vectorCount(chunkElems(count, sizeof(T), view.nRanks) * sizeof(T)) : vectorCount(count * sizeof(T));
   const LaunchShape shape = launchShape(vectors, options.maxBlocks);
   if (variant == device::kHalves)
-    return twoShot ? launchSmall(device::twoShotHalvesAllReduce<T, OP, kClocked>, shape, options, stream, view, send,
+    return twoShot ? launchSmall(device::halvesAllReduce<T, OP, kClocked, true>, shape, options, stream, view, send,
                                  recv, count)
-                   : launchSmall(device::oneShotHalvesAllReduce<T, OP, kClocked>, shape, options, stream, view, send,
+                   : launchSmall(device::halvesAllReduce<T, OP, kClocked, false>, shape, options, stream, view, send,
                                  recv, count);
   if (twoShot)
     return launchWith(device::twoShotAllReduce<T, OP, kClocked>, shape, options, stream, view, send, recv, count,

@@ -397,24 +397,18 @@ __global__ void __launch_bounds__(kMaxThreads)
   clock.stop();
 }
 
-// The halves variant's kernels (allreduce_halves.cuh), one-shot and two-shot: two kernels, so that
-// neither carries the other's registers.
-template <typename T, int OP, bool kClocked>
+// The halves variant's kernels (allreduce_halves.cuh): kTwoShot picks the algorithm at compile time, so
+// that neither instance carries the other's registers.
+template <typename T, int OP, bool kClocked, bool kTwoShot>
 __global__ void __launch_bounds__(kMaxThreads)
-    oneShotHalvesAllReduce(const __grid_constant__ DeviceView v, const T* send, T* recv, size_t count) {
-  KernelClock<kClocked> clock(v, clockKind(false, kHalves), count * sizeof(T));
+    halvesAllReduce(const __grid_constant__ DeviceView v, const T* send, T* recv, size_t count) {
+  KernelClock<kClocked> clock(v, clockKind(kTwoShot, kHalves), count * sizeof(T));
   programmaticHandshake((v.costSwitches & kTriggerBeforeWait) != 0u);
   clock.start();
-  oneShotHalves<T, OP>(v, send, recv, count);
-  clock.stop();
-}
-template <typename T, int OP, bool kClocked>
-__global__ void __launch_bounds__(kMaxThreads)
-    twoShotHalvesAllReduce(const __grid_constant__ DeviceView v, const T* send, T* recv, size_t count) {
-  KernelClock<kClocked> clock(v, clockKind(true, kHalves), count * sizeof(T));
-  programmaticHandshake((v.costSwitches & kTriggerBeforeWait) != 0u);
-  clock.start();
-  twoShotHalves<T, OP>(v, send, recv, count);
+  if constexpr (kTwoShot)
+    twoShotHalves<T, OP>(v, send, recv, count);
+  else
+    oneShotHalves<T, OP>(v, send, recv, count);
   clock.stop();
 }
 
