@@ -28,6 +28,7 @@
 #include "kernels/bounded_wait.cuh"
 #include "kernels/device_view.h"
 #include "kernels/flag_protocol.cuh"
+#include "kernels/gather_chunks.cuh"
 #include "kernels/reduce_ops.cuh"
 #include "kernels/round_control.cuh"
 #include "kernels/vector_io.cuh"
@@ -322,18 +323,7 @@ __device__ __forceinline__ void twoShotHalves(const DeviceView& v, const T* send
     if (hasMine && !finish(rank, half, oursMine, i)) break;
     if (hasPartner && !finish(partner, 1 - half, oursPartner, i)) break;
     // 4. The chunks of the other pairs, from their owners in my half.
-    uint32_t expect = 0;
-#pragma unroll
-    for (int q = 0; q < kMaxRanks; ++q)
-      if (((island | across) & (1u << q)) && i * kPer < chunkCount(count, sizeof(T), n, q)) expect |= 1u << q;
-    uint4 in[kMaxRanks];
-    receiveFromPeers<T>(w, gatherBase + i * kVecBytes, slotBytes, expect, in, d);
-    if (d.failed) break;
-#pragma unroll
-    for (int q = 0; q < kMaxRanks; ++q)
-      if (expect & (1u << q))
-        storeVector<T>(recv + chunkBegin(count, sizeof(T), n, q), i * kPer, chunkCount(count, sizeof(T), n, q), in[q],
-                       outAligned);
+    if (!copyGatheredChunks<T>(w, gatherBase, slotBytes, island | across, recv, count, n, i, outAligned, d)) break;
   }
   endLaunch(v, ctl, st.round, paddedBytes(chunk * sizeof(T)));
 }
