@@ -195,8 +195,8 @@ __device__ __forceinline__ void oneShotHalvesRound(const DeviceView& v, const Ro
   }
 }
 
-template <typename T, int OP>
-__device__ __forceinline__ void oneShotHalves(const DeviceView& v, const T* send, T* recv, size_t count) {
+template <typename T, int OP, class Clock>
+__device__ __forceinline__ void oneShotHalves(const DeviceView& v, const T* send, T* recv, size_t count, Clock& clock) {
   BlockControl* ctl = v.control->oneShot;
   // Every thread reads the round record (one sector per warp) and the block meets only at the end
   // (closeRound), as the one-shot push does: no barrier before the first store.
@@ -204,6 +204,7 @@ __device__ __forceinline__ void oneShotHalves(const DeviceView& v, const T* send
   const size_t nVec = vectorCount(count * sizeof(T));
   const size_t first = firstVector(), stride = vectorStride();
   if (!st.aborted) oneShotHalvesRound<T, OP>(v, st, send, recv, count, nVec, first, stride);
+  clock.stop();
   closeRound(st, ctl, v.gridCap, gridDim.x, stride, paddedBytes(count * sizeof(T)));
 }
 
@@ -224,8 +225,8 @@ __device__ __forceinline__ void oneShotHalves(const DeviceView& v, const T* send
 // Launch shape: launchShape(vectors of one chunk), thread t handling vector t of every chunk in all
 //               phases, as the two-shot push: in place is safe without any grid-wide sync.
 // ==================================================================================================
-template <typename T, int OP>
-__device__ __forceinline__ void twoShotHalves(const DeviceView& v, const T* send, T* recv, size_t count) {
+template <typename T, int OP, class Clock>
+__device__ __forceinline__ void twoShotHalves(const DeviceView& v, const T* send, T* recv, size_t count, Clock& clock) {
   constexpr int kPer = kElemsPerVec<T>;
   BlockControl* ctl = v.control->twoShot;
   const RoundState st = beginLaunch(v, ctl);
@@ -325,6 +326,7 @@ __device__ __forceinline__ void twoShotHalves(const DeviceView& v, const T* send
     // 4. The chunks of the other pairs, from their owners in my half.
     if (!copyGatheredChunks<T>(w, gatherBase, slotBytes, island | across, recv, count, n, i, outAligned, d)) break;
   }
+  clock.stop();
   endLaunch(v, ctl, st.round, paddedBytes(chunk * sizeof(T)));
 }
 

@@ -116,9 +116,9 @@ __device__ __forceinline__ OneShotPlan planOneShot(const DeviceView& v, const T*
 // The round record is read by every thread (one sector, one request per warp) and the block meets
 // once, at the end, before its records advance (closeRound): no barrier between the wait and the
 // stores to the peers. After the wait only registers are read until the first store (OneShotPlan).
-template <typename T, int OP>
-__device__ __forceinline__ void oneShotPush(const DeviceView& v, const OneShotPlan& p, bool staged,
-                                            CostTrace<>& trace) {
+template <typename T, int OP, class Clock>
+__device__ __forceinline__ void oneShotPush(const DeviceView& v, const OneShotPlan& p, bool staged, CostTrace<>& trace,
+                                            Clock& clock) {
   constexpr int kPer = kElemsPerVec<T>;
   const T* send = reinterpret_cast<const T*>(p.send);
   T* recv = reinterpret_cast<T*>(p.recv);
@@ -183,6 +183,7 @@ __device__ __forceinline__ void oneShotPush(const DeviceView& v, const OneShotPl
                      SentinelPacket::seal<T>(reduceInRankOrder<T, OP>(in, own, p.rank, p.nRanks)), p.outAligned);
     }
   }
+  clock.stop();
   closeRound(st, p.records, p.gridCap, p.grid, stride, paddedBytes(count * sizeof(T)));
   if (st.aborted) return;
   trace.mark(kMarkEnd);
@@ -198,8 +199,7 @@ __global__ void __launch_bounds__(kMaxThreads)
   if (variant == kPull) {
     programmaticHandshake(triggerFirst);
     clock.start();
-    oneShotPull<T, OP>(v, send, recv, count);
-    clock.stop();
+    oneShotPull<T, OP>(v, send, recv, count, clock);
     return;
   }
   const OneShotPlan plan = planOneShot<T>(v, send, recv, count);
@@ -208,8 +208,7 @@ __global__ void __launch_bounds__(kMaxThreads)
   programmaticHandshake(triggerFirst);
   clock.start();
   trace.mark(kMarkPrevDone);
-  oneShotPush<T, OP>(v, plan, variant == kStaged, trace);
-  clock.stop();
+  oneShotPush<T, OP>(v, plan, variant == kStaged, trace, clock);
 }
 
 // ==================================================================================================
@@ -272,8 +271,8 @@ __global__ void __launch_bounds__(kMaxThreads)
       }
     }
   }
-  closeRound(st, p.records, p.gridCap, 1, p.block, paddedBytes(p.count * sizeof(T)));
   clock.stop();
+  closeRound(st, p.records, p.gridCap, 1, p.block, paddedBytes(p.count * sizeof(T)));
   if (st.aborted) return;
   trace.mark(kMarkEnd);
   trace.store(st.round);
@@ -292,8 +291,9 @@ __global__ void __launch_bounds__(kMaxThreads)
 // Size range:   from where one-shot's (n-1) x traffic stops paying, up to a few MiB (the built-in
 //               table's two-shot limit is 8 MiB; above, NCCL is faster on 2x H200, docs/kernels.md).
 // ==================================================================================================
-template <typename T, int OP>
-__device__ __forceinline__ void twoShotPush(const DeviceView& v, const T* send, T* recv, size_t count, bool staged) {
+template <typename T, int OP, class Clock>
+__device__ __forceinline__ void twoShotPush(const DeviceView& v, const T* send, T* recv, size_t count, bool staged,
+                                            Clock& clock) {
   BlockControl* ctl = v.control->twoShot;
   const RoundState st = beginLaunch(v, ctl);
   if (st.aborted) return;
@@ -381,6 +381,7 @@ __device__ __forceinline__ void twoShotPush(const DeviceView& v, const T* send, 
                        outAligned);
   }
 
+  clock.stop();
   endLaunch(v, ctl, st.round, paddedBytes(chunk * sizeof(T)));
 }
 
@@ -391,10 +392,9 @@ __global__ void __launch_bounds__(kMaxThreads)
   programmaticHandshake((v.costSwitches & kTriggerBeforeWait) != 0u);
   clock.start();
   if (variant == kPull)
-    twoShotPull<T, OP>(v, send, recv, count);
+    twoShotPull<T, OP>(v, send, recv, count, clock);
   else
-    twoShotPush<T, OP>(v, send, recv, count, variant == kStaged);
-  clock.stop();
+    twoShotPush<T, OP>(v, send, recv, count, variant == kStaged, clock);
 }
 
 // The halves variant's kernels (allreduce_halves.cuh): kTwoShot picks the algorithm at compile time, so
@@ -406,10 +406,9 @@ __global__ void __launch_bounds__(kMaxThreads)
   programmaticHandshake((v.costSwitches & kTriggerBeforeWait) != 0u);
   clock.start();
   if constexpr (kTwoShot)
-    twoShotHalves<T, OP>(v, send, recv, count);
+    twoShotHalves<T, OP>(v, send, recv, count, clock);
   else
-    oneShotHalves<T, OP>(v, send, recv, count);
-  clock.stop();
+    oneShotHalves<T, OP>(v, send, recv, count, clock);
 }
 
 }  // namespace symmem::kernels::device

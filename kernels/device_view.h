@@ -36,12 +36,28 @@ struct alignas(32) BlockControl {
 };
 static_assert(sizeof(BlockControl) == 32 && alignof(BlockControl) == 32, "one 32-byte sector per record");
 
+// One kernel kind and size bucket as the kernels keep it (kernel_clock.cuh): added to by atomics whose
+// results no kernel reads. The minimum is kept complemented, so that memory set to zero is an empty
+// entry and an atomic maximum keeps it. The statistics file's form is stats::KernelEntry
+// (toKernelEntry).
+struct alignas(32) RunningEntry {
+  unsigned long long count;
+  unsigned long long sumNs;
+  unsigned long long minNsComplement;  // ~min: 0 while empty
+  unsigned long long maxNs;
+};
+static_assert(sizeof(RunningEntry) == 32, "one sector per entry");
+
+inline stats::KernelEntry toKernelEntry(const RunningEntry& e) {
+  return stats::KernelEntry{e.count, e.sumNs, e.count == 0 ? 0 : ~e.minNsComplement, e.maxNs};
+}
+
 struct DeviceControl {
   BlockControl oneShot[kMaxGrid];
   BlockControl twoShot[kMaxGrid];
   // The running count and GPU time of this rank's executions per kernel kind and size bucket
   // (kernel_clock.cuh); mirrored into the process's statistics file.
-  stats::KernelEntry stats[stats::kKernelKinds][stats::kBuckets];
+  RunningEntry stats[stats::kKernelKinds][stats::kBuckets];
   uint32_t aborted;  // set by the first timeout or abort: every later launch exits at once
   uint32_t pad;
 };
@@ -94,14 +110,10 @@ struct DeviceView {
   int gridCap;            // no launch of this comm has more blocks (<= kMaxGrid)
   uint32_t costSwitches;  // CostSwitch bits, 0 outside the benchmark
   uint64_t* trace;        // kTraceCalls x kTraceWords, nullptr outside the benchmark
-  // This communicator's kernel entries in the process's statistics file (mapped pinned host memory,
-  // device address; kernel_clock.cuh), nullptr when not timed (SYMMEM_STATS=0).
-  stats::KernelEntry* statsMirror;
-  // An entry is mirrored when its new count & statsMirrorMask is 0 (kernel_clock.cuh): every 64th
-  // execution by default, since a store to host memory delays the kernel's completion; the rest reach
-  // the mirror at teardown (SymmetricCommImpl::release).
-  uint64_t statsMirrorMask;
-  uint32_t statsTimed;  // 1: time each execution (%globaltimer), 0: count it only
+  // 1: the kernels count their executions into control->stats (kernel_clock.cuh; the clocked
+  // instances run, allreduce_kernels.cu); statsTimed 1: they time them too (%globaltimer).
+  uint32_t statsOn;
+  uint32_t statsTimed;
   // The halves (SymmetricConfig::halves; layout.halves says whether there are any): this rank's half
   // (0 or 1), the other ranks of its half, and each rank's partner, the rank at its position in the
   // other half.
@@ -109,6 +121,5 @@ struct DeviceView {
   uint32_t islandPeers;
   uint8_t partnerOf[kMaxRanks];
 };
-inline constexpr uint64_t kStatsMirrorMask = 63;
 
 }  // namespace symmem::kernels

@@ -1,24 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The GPU's own count (and, when asked, time) of every symmetric kernel execution
-// (docs/live-stats.md): what a graph replay never tells the host. Off unless asked
-// (SYMMEM_STATS_GPU=count: +0.11 us per call at 2 ranks on one H200; =time, DeviceView::statsTimed:
-// +0.24 us). Compiled only into the kernels' clocked instances (KernelClock<true>, launched when a
-// communicator publishes its statistics, allreduce_kernels_clocked.cu): compiled into every kernel
-// and switched off at run time, it cost 0.04-0.06 us per one-shot call and 0.15-0.22 us per two-shot
-// call on one H200 (docs/live-stats.md, "Cost"). Thread 0 of block 0 notes %globaltimer once the
-// previous kernel on the stream has completed (after the programmatic wait) and again after its last
-// store, and adds the execution to its communicator's entry for (kernel kind, size bucket): count,
-// sum, min, max.
+// (docs/live-stats.md): what a graph replay never tells the host. Compiled only into the kernels'
+// clocked instances (KernelClock<true>, launched when a communicator keeps statistics,
+// allreduce_kernels_clocked.cu); KernelClock<false>, what every other launch runs, has no code and no
+// register.
 //
-// Where: the running entry lives in device memory (DeviceControl::stats), read at the start, so its
-// load is in flight while the kernel works and nothing waits for it at the end; the updated entry is
-// stored there and, every 64th execution of the entry, mirrored into the process's statistics file
-// (mapped pinned host memory, DeviceView::statsMirror), where symmem-stat reads it; teardown copies
-// the running entries there whole. (A store to host memory in every execution cost 0.19-0.22 us per
-// call: the kernel's completion waits for it; docs/live-stats.md, "Cost".) Executions of
-// one communicator follow each other (symmetric_order.cpp), so one entry has one writer at a time.
-// KernelClock<false>, what every launch without statistics runs: no code, no register.
+// Thread 0 of block 0 notes %globaltimer once the previous kernel on the stream has completed (after
+// the programmatic wait; timed only) and again after its last data store, and adds the execution to
+// its communicator's entry for (kernel kind, size bucket) in device memory (DeviceControl::stats):
+// count, sum, min, max, each by a fire-and-forget atomic (RED) issued before the launch's records
+// advance (closeRound, endLaunch). The kernel reads nothing for it and waits for nothing; the records'
+// stores and the launch's end overlap the atomics. Where else this was tried, one H200, 2 ranks
+// (docs/live-stats.md, "Cost"): atomics after the records' stores, +0.12-0.26 us per call; an atomic
+// whose result is used, +0.2; the entry read after the wait and stored at the end, +0.15.
+//
+// The host copies the entries out (SymmetricComm::refreshKernelStats, from the plugin's statistics
+// thread and at teardown): the kernels never touch host memory.
 #include <cstdint>
 
 #include "core/call_stats_layout.h"
@@ -39,53 +37,25 @@ static_assert(stats::kKernelKinds == 8, "four variants of each algorithm");
 template <bool kOn>
 class KernelClock {
  public:
-  // Before the programmatic wait: parameters only (the constant bank), no memory read.
+  // Before the programmatic wait: parameters only, no memory access.
   __device__ __forceinline__ KernelClock(const DeviceView& v, int kind, uint64_t bytes)
-      : on_(blockIdx.x == 0 && threadIdx.x == 0) {
-    if (!on_) return;
-    const int at = kind * stats::kBuckets + statsBucket(bytes);
-    running_ = &v.control->stats[0][0] + at;
-    mirror_ = v.statsMirror + at;
-    mirrorMask_ = v.statsMirrorMask;
-    timed_ = v.statsTimed != 0;
-  }
+      : v_(v), on_(blockIdx.x == 0 && threadIdx.x == 0), at_(kind * stats::kBuckets + statsBucket(bytes)) {}
 
-  // After the programmatic wait: the previous execution's entry is complete and visible.
+  // After the programmatic wait: a register read.
   __device__ __forceinline__ void start() {
-    if (!on_) return;
-    const uint4* from = reinterpret_cast<const uint4*>(running_);
-    lo_ = from[0];  // count, sum
-    if (!timed_) return;
-    hi_ = from[1];  // min, max
-    t0_ = now();
+    if (on_ && v_.statsTimed != 0) t0_ = now();
   }
 
-  // After the launch's last store of this thread.
+  // After this thread's last data store, before the launch's records advance. Once per launch.
   __device__ __forceinline__ void stop() {
     if (!on_) return;
-    const uint64_t count = word(lo_, 0);
-    if (!timed_) {
-      // The count alone: one load at the start, one store here, a host store every 64th time.
-      const uint4 a = pack(count + 1, 0);
-      *reinterpret_cast<uint4*>(running_) = a;
-      if (((count + 1) & mirrorMask_) == 0) store16(reinterpret_cast<volatile uint4*>(mirror_), a);
-      return;
-    }
-    const uint64_t dt = now() - t0_;
-    const uint64_t sum = word(lo_, 1), lo = word(hi_, 0), hi = word(hi_, 1);
-    const uint4 a = pack(count + 1, sum + dt);
-    const uint4 b = pack(count == 0 || dt < lo ? dt : lo, dt > hi ? dt : hi);
-    uint4* run = reinterpret_cast<uint4*>(running_);
-    run[0] = a;
-    run[1] = b;
-    // Every 64th execution only (DeviceView::statsMirrorMask): a store to host memory makes the
-    // kernel's completion wait for it. Count and sum in one 16-byte store, min and max in the next: a
-    // reader that sees the same count before and after its copy has one execution's values
-    // (core/call_stats_segment.cpp).
-    if (((count + 1) & mirrorMask_) != 0) return;
-    volatile uint4* mirror = reinterpret_cast<volatile uint4*>(mirror_);
-    store16(mirror, a);
-    store16(mirror + 1, b);
+    RunningEntry* e = &v_.control->stats[0][0] + at_;
+    atomicAdd(&e->count, 1ull);
+    if (v_.statsTimed == 0) return;
+    const unsigned long long dt = now() - t0_;
+    atomicAdd(&e->sumNs, dt);
+    atomicMax(&e->minNsComplement, ~dt);
+    atomicMax(&e->maxNs, dt);
   }
 
  private:
@@ -94,24 +64,10 @@ class KernelClock {
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     return t;
   }
-  static __device__ __forceinline__ uint64_t word(const uint4& v, int i) {
-    return i == 0 ? (static_cast<uint64_t>(v.y) << 32 | v.x) : (static_cast<uint64_t>(v.w) << 32 | v.z);
-  }
-  static __device__ __forceinline__ uint4 pack(uint64_t a, uint64_t b) {
-    return make_uint4(static_cast<uint32_t>(a), static_cast<uint32_t>(a >> 32), static_cast<uint32_t>(b),
-                      static_cast<uint32_t>(b >> 32));
-  }
-  static __device__ __forceinline__ void store16(volatile uint4* to, const uint4& v) {
-    asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(to), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
-                 : "memory");
-  }
 
+  const DeviceView& v_;
   bool on_;
-  stats::KernelEntry* running_ = nullptr;
-  stats::KernelEntry* mirror_ = nullptr;
-  uint64_t mirrorMask_ = 0;
-  bool timed_ = false;
-  uint4 lo_{}, hi_{};
+  int at_;  // kind * kBuckets + size bucket
   uint64_t t0_ = 0;
 };
 

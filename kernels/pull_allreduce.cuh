@@ -28,8 +28,8 @@ __device__ __forceinline__ void storeLocalVector(char* p, const uint4& x) { *rei
 __device__ __forceinline__ uint4 loadLocalVector(const char* p) { return *reinterpret_cast<const uint4*>(p); }
 
 // One-shot pull: publish my input, announce; read every peer's input, reduce in rank order.
-template <typename T, int OP>
-__device__ __forceinline__ void oneShotPull(const DeviceView& v, const T* send, T* recv, size_t count) {
+template <typename T, int OP, class Clock>
+__device__ __forceinline__ void oneShotPull(const DeviceView& v, const T* send, T* recv, size_t count, Clock& clock) {
   constexpr int kPer = kElemsPerVec<T>;
   BlockControl* ctl = v.control->oneShot;
   const RoundState st = beginLaunch(v, ctl);
@@ -68,13 +68,14 @@ __device__ __forceinline__ void oneShotPull(const DeviceView& v, const T* send, 
     storeVector<T>(recv, i * kPer, count, SentinelPacket::seal<T>(reduceInRankOrder<T, OP>(in, own, v.rank, v.nRanks)),
                    outAligned);
   }
+  clock.stop();
   endLaunch(v, ctl, st.round, 0);  // only this rank's own slot was written, which no one polls
 }
 
 // Two-shot pull: publish my copy of every chunk; the owner of each chunk reads the copies, reduces,
 // publishes the result; everyone reads the results.
-template <typename T, int OP>
-__device__ __forceinline__ void twoShotPull(const DeviceView& v, const T* send, T* recv, size_t count) {
+template <typename T, int OP, class Clock>
+__device__ __forceinline__ void twoShotPull(const DeviceView& v, const T* send, T* recv, size_t count, Clock& clock) {
   constexpr int kPer = kElemsPerVec<T>;
   BlockControl* ctl = v.control->twoShot;
   const RoundState st = beginLaunch(v, ctl);
@@ -146,6 +147,7 @@ __device__ __forceinline__ void twoShotPull(const DeviceView& v, const T* send, 
   // round polls for rank q's copy: they are re-armed like a push round's (the next call re-arms this
   // round buffer; every peer has read them by then, since this call ended only after every peer's
   // gather announcement, which each peer makes after reading the tile from every rank).
+  clock.stop();
   endLaunch(v, ctl, st.round, paddedBytes(chunk * sizeof(T)));
 }
 

@@ -45,21 +45,6 @@ void SymmetricCommImpl::abort() {
   std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
-bool SymmetricCommImpl::publishKernelStats(stats::KernelEntry* hostMirror, bool timed) {
-  if (hostMirror == nullptr) return false;
-  const ScopedDevice onDevice(config_.device, ScopedDevice::Switch::WhenOther);
-  void* device = nullptr;
-  if (cudaHostGetDevicePointer(&device, hostMirror, 0) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  view_.statsMirror = static_cast<stats::KernelEntry*>(device);
-  view_.statsMirrorMask = config_.statsMirrorMask;
-  view_.statsTimed = timed ? 1u : 0u;
-  statsHost_ = hostMirror;
-  return true;
-}
-
 Status SymmetricComm::recordEvent(cudaEvent_t event, cudaStream_t stream) {
   const ScopedDevice onDevice(config().device, ScopedDevice::Switch::WhenOther);
   if (cudaEventRecord(event, stream) == cudaSuccess) return Status::Ok;

@@ -62,9 +62,6 @@ struct SymmetricConfig {
   // kTraceCalls x kTraceWords timestamps that one-shot push launches fill (cost_trace.cuh).
   uint32_t costSwitches = 0;
   uint64_t* costTrace = nullptr;
-  // Benchmark only: which executions store their statistics entry to host memory (DeviceView::
-  // statsMirrorMask; default every 64th, 0 every one, all bits set none until teardown).
-  uint64_t statsMirrorMask = 63;
 };
 
 enum class Status {
@@ -100,15 +97,24 @@ class SymmetricComm {
   // launch-completion event (NCCL 2.32's ncclAllReduceConfig). CudaError when the record fails.
   virtual Status recordEvent(cudaEvent_t event, cudaStream_t stream);
 
-  // From now on every kernel execution of this communicator adds itself to `hostMirror` (its
-  // kKernelKinds x kBuckets entries, in pinned host memory mapped for the device: cudaHostRegister with
-  // cudaHostRegisterMapped | cudaHostRegisterPortable), kernels/kernel_clock.cuh. Before the first call
-  // only (the launches read it unlocked). False, and nothing timed, when the memory is not mapped.
-  // `timed`: each execution's GPU time too (count, sum, min, max), else its count only: the clock costs
-  // about 0.2 us per call (docs/live-stats.md, "Cost"), the count alone next to nothing.
-  virtual bool publishKernelStats(stats::KernelEntry* hostMirror, bool timed = false) {
-    (void)hostMirror;
+  // From now on every kernel execution of this communicator counts itself on the device
+  // (kernels/kernel_clock.cuh), and `timed`: its GPU time too (count, sum, min, max). The entries
+  // reach the host by copyKernelStats and, at teardown, into `host` (kKernelKinds x kBuckets entries,
+  // plain host memory that outlives this object). Before the first call only (the launches read the
+  // switch unlocked). False, and nothing counted, when the copies' pinned memory or stream cannot be
+  // had. What it costs a call: docs/live-stats.md, "Cost".
+  virtual bool publishKernelStats(stats::KernelEntry* host, bool timed = false) {
+    (void)host;
     (void)timed;
+    return false;
+  }
+  // The entries as they stand, copied from the device on a stream of their own (nothing of the
+  // application's is waited for), waiting at most boundMs: false when they are not kept, the copy
+  // fails, or it does not finish in time (no later copy is tried). Any thread; serialised with
+  // teardown. `to`: kKernelKinds x kBuckets entries.
+  virtual bool copyKernelStats(stats::KernelEntry* to, int64_t boundMs) {
+    (void)to;
+    (void)boundMs;
     return false;
   }
 

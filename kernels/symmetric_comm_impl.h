@@ -28,7 +28,8 @@ class SymmetricCommImpl final : public SymmetricComm {
 
   Status allReduce(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op, KernelChoice kernel,
                    cudaStream_t stream, bool* captured) override;
-  bool publishKernelStats(stats::KernelEntry* hostMirror, bool timed) override;
+  bool publishKernelStats(stats::KernelEntry* host, bool timed) override;
+  bool copyKernelStats(stats::KernelEntry* to, int64_t boundMs) override;
   void abort() override;
   Status deviceStatus() const override;
   int waitedRank() const override;
@@ -72,14 +73,21 @@ class SymmetricCommImpl final : public SymmetricComm {
   SymmetricConfig config_;
   LaunchOptions launch_;
   DeviceView view_{};
-  char* localBuffer_ = nullptr;              // cudaMalloc'd, exported through IPC
-  std::vector<char*> ipcOpened_;             // peer buffers opened with cudaIpcOpenMemHandle
-  DeviceControl* control_ = nullptr;         // device memory
-  volatile uint32_t* errorHost_ = nullptr;   // mapped pinned memory, HostWord entries (device_view.h)
-  stats::KernelEntry* statsHost_ = nullptr;  // the statistics mirror (publishKernelStats), host address
-  // Teardown: the running entries (DeviceControl::stats) into the mirror, whole (the kernels store
-  // only every 64th execution there).
-  void flushKernelStats();
+  char* localBuffer_ = nullptr;             // cudaMalloc'd, exported through IPC
+  std::vector<char*> ipcOpened_;            // peer buffers opened with cudaIpcOpenMemHandle
+  DeviceControl* control_ = nullptr;        // device memory
+  volatile uint32_t* errorHost_ = nullptr;  // mapped pinned memory, HostWord entries (device_view.h)
+  // The kernels' statistics (symmetric_stats.cpp): where teardown leaves them, the pinned memory and
+  // stream the copies use, and whether a copy never finished (its memory is then never freed).
+  std::mutex statsMutex_;
+  stats::KernelEntry* statsHost_ = nullptr;
+  RunningEntry* statsStaging_ = nullptr;
+  cudaStream_t statsStream_ = nullptr;
+  bool statsStuck_ = false;
+  // Teardown, once the kernels have ended: the entries into statsHost_, then the copies' stream and
+  // memory freed. False when a copy never finished: the device memory it reads must stay.
+  bool finishKernelStats();
+  bool copyLocked(stats::KernelEntry* to, int64_t boundMs);
   // Call order (symmetric_order.cpp). serial_ is recorded after every call: by the host after an eager
   // launch, by a record node of the graph after a captured one; every call waits for it first.
   std::mutex orderMutex_;

@@ -41,18 +41,6 @@ bool SymmetricCommImpl::waitForOwnWork(int64_t boundMs) {
   }
 }
 
-void SymmetricCommImpl::flushKernelStats() {
-  if (statsHost_ == nullptr || control_ == nullptr) return;
-  // A stream of its own: nothing else on the device is waited for.
-  cudaStream_t s = nullptr;
-  if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess) {
-    if (cudaMemcpyAsync(statsHost_, control_->stats, sizeof(control_->stats), cudaMemcpyDeviceToHost, s) == cudaSuccess)
-      cudaStreamSynchronize(s);
-    cudaStreamDestroy(s);
-  }
-  cudaGetLastError();
-}
-
 void SymmetricCommImpl::release() {
   const RelaxedCaptureScope relaxed;  // first: the device switch below runs relaxed too
   const ScopedDevice onDevice(config_.device);
@@ -65,10 +53,12 @@ void SymmetricCommImpl::release() {
         config_.rank, static_cast<long long>(boundMs), aborted ? "the abort" : "teardown began",
         view_.layout.totalBytes, config_.device);
   } else {
-    flushKernelStats();
+    // The entries hold still now: their last copy, then the copy's own stream and memory. A copy that
+    // never finished (copyKernelStats) keeps the device memory it reads allocated.
+    const bool statsCopyable = finishKernelStats();
     for (char* p : ipcOpened_) cudaIpcCloseMemHandle(p);
     if (localBuffer_ != nullptr) cudaFree(localBuffer_);
-    if (control_ != nullptr) cudaFree(control_);
+    if (control_ != nullptr && statsCopyable) cudaFree(control_);
     if (errorHost_ != nullptr) cudaFreeHost(const_cast<uint32_t*>(errorHost_));
     if (serial_ != nullptr) cudaEventDestroy(serial_);
   }

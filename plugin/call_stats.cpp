@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "plugin/call_stats.h"
 
-#include <cuda_runtime_api.h>
 #include <sys/mman.h>
 #include <time.h>
 
@@ -93,9 +92,19 @@ void CommCounters::describe(int rank, int nRanks, int device, bool symmetric, co
   writeSlotIdentity(slot_, stats::SlotState::Live, rank, nRanks, device, slot_->comm, symmetric, path);
 }
 
-stats::KernelEntry* CommCounters::gpuMirror() const {
-  if (own_ || !owner_.mapForGpu()) return nullptr;
-  return &slot_->gpu[0][0];
+void CommCounters::writeGpu(const stats::KernelEntry* entries) {
+  std::lock_guard<std::mutex> lock(owner_.mutex_);
+  beginChange(slot_);
+  for (int k = 0; k < stats::kKernelKinds; ++k)
+    for (int b = 0; b < stats::kBuckets; ++b) {
+      const stats::KernelEntry& from = entries[k * stats::kBuckets + b];
+      stats::KernelEntry& to = slot_->gpu[k][b];
+      __atomic_store_n(&to.count, from.count, __ATOMIC_RELAXED);
+      __atomic_store_n(&to.sumNs, from.sumNs, __ATOMIC_RELAXED);
+      __atomic_store_n(&to.minNs, from.minNs, __ATOMIC_RELAXED);
+      __atomic_store_n(&to.maxNs, from.maxNs, __ATOMIC_RELAXED);
+    }
+  endChange(slot_);
 }
 
 void CommCounters::markGpuTimed() {
@@ -163,8 +172,16 @@ std::unique_ptr<CallStats> CallStats::open(const std::string& dir) {
 
 CallStats::CallStats(std::unique_ptr<stats::WrittenSegment> segment) : segment_(std::move(segment)) {}
 
-CallStats::~CallStats() {
-  if (gpuMapped_ && cudaHostUnregister(segment_->base()) != cudaSuccess) cudaGetLastError();
+CallStats::~CallStats() { publisher_.stop(); }
+
+std::unique_ptr<StatsPublisher::Registration> CallStats::publishGpu(CommCounters& counters, CopyGpu copy) {
+  if (forkedChild_) return nullptr;
+  return publisher_.add([&counters, copy = std::move(copy)] {
+    stats::KernelEntry entries[stats::kKernelKinds * stats::kBuckets];
+    if (!copy(entries)) return false;
+    counters.writeGpu(entries);
+    return true;
+  });
 }
 
 std::unique_ptr<CommCounters> CallStats::lease(ncclComm_t comm) {
@@ -206,21 +223,6 @@ void CallStats::end(stats::CommSlot* slot) {
   endChange(slot);
 }
 
-bool CallStats::mapForGpu() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (gpuMapTried_) return gpuMapped_;
-  gpuMapTried_ = true;
-  const cudaError_t err =
-      cudaHostRegister(segment_->base(), segment_->bytes(), cudaHostRegisterMapped | cudaHostRegisterPortable);
-  gpuMapped_ = err == cudaSuccess;
-  if (!gpuMapped_) {
-    cudaGetLastError();
-    SYMMEM_INFO(kLogInit, "the statistics file cannot be mapped for the GPU (%s): kernel times are not shown",
-                cudaGetErrorString(err));
-  }
-  return gpuMapped_;
-}
-
 void CallStats::removeFile() { segment_->removeFile(); }
 
 void CallStats::detachInForkedChild() {
@@ -229,8 +231,7 @@ void CallStats::detachInForkedChild() {
     mmap(segment_->base(), segment_->bytes(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
   segment_->disown();
   new (&mutex_) std::mutex;  // a thread the child does not have may have held it
-  gpuMapped_ = false;
-  gpuMapTried_ = true;
+  publisher_.forgetInForkedChild();
   forkedChild_ = true;
 }
 

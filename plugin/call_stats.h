@@ -5,22 +5,26 @@
 //
 // CallStats owns the file and hands out its slots, one per communicator; CommCounters is one
 // communicator's lease on a slot: the interposer counts each call there (route, size bucket, eager or
-// captured; a relaxed load and store of one word), and the communicator's kernels add their own
-// executions and GPU times (kernels/kernel_clock.cuh). When the lease ends (the communicator is
-// destroyed, aborted or finalized) it logs the communicator's summary at INFO and leaves the slot for
-// readers, marked ended, until a new communicator needs it.
+// captured; a relaxed load and store of one word), and the communicator's kernels count their own
+// executions and GPU times on the device (kernels/kernel_clock.cuh), which CallStats's publisher
+// thread copies into the slot every 0.1 s (stats_publisher.h) and teardown once more. When the lease
+// ends (the communicator is destroyed, aborted or finalized) it logs the communicator's summary at
+// INFO and leaves the slot for readers, marked ended, until a new communicator needs it.
 //
 // Nothing here is agreed with peers, and nothing here changes what a call does: a file that cannot be
 // made, a slot that cannot be had, memory the GPU cannot map only make the counts less visible.
 #include <nccl.h>
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 
 #include "core/call_stats_layout.h"
 #include "core/call_stats_segment.h"
+#include "plugin/stats_publisher.h"
 
 namespace symmem {
 
@@ -39,9 +43,12 @@ class CommCounters {
   }
   // What setup found (rank, ranks, device, the path and why), shown with the counts.
   void describe(int rank, int nRanks, int device, bool symmetric, const std::string& path);
-  // This communicator's kernel entries, in memory the GPU can write (nullptr: not timed).
-  stats::KernelEntry* gpuMirror() const;
+  // This communicator's kernel entries in its slot (kKernelKinds x kBuckets), where teardown leaves
+  // the kernels' last counts (kernels::SymmetricComm::publishKernelStats).
+  stats::KernelEntry* gpuMirror() const { return &slot_->gpu[0][0]; }
   void markGpuTimed();
+  // The kernels' entries as just copied from the device, written under the slot's sequence word.
+  void writeGpu(const stats::KernelEntry* entries);
   // "1234 all-reduces: one-shot push 1200 (8B - 16KiB, 1100 captured; GPU 55000 runs, mean 4.10 us, max
   // 9.80 us); NCCL (type/op) 34 (8B)": the captured calls are counted once, at capture; the GPU's
   // runs count every replay.
@@ -74,6 +81,15 @@ class CallStats {
   void setGpu(Gpu gpu) { gpu_ = gpu; }
   Gpu gpu() const { return gpu_; }
 
+  // From now on, every kPublishPeriod, `copy` fills the kernels' entries from the device and they are
+  // written into `counters`' slot; until the registration is destroyed (before the communicator's
+  // kernels are freed). Null when no thread can be had: the counts then reach the slot at teardown.
+  static constexpr std::chrono::milliseconds kPublishPeriod{100};
+  using CopyGpu = std::function<bool(stats::KernelEntry* to)>;
+  std::unique_ptr<StatsPublisher::Registration> publishGpu(CommCounters& counters, CopyGpu copy);
+  // At exit, before the CUDA runtime goes: no copy after this returns.
+  void stopPublishing() { publisher_.stop(); }
+
   // At exit: removes the file (readers would find a process that is gone).
   void removeFile();
   // In a forked child: the file and its mapping are the parent's. The child keeps counting into
@@ -84,15 +100,12 @@ class CallStats {
  private:
   friend class CommCounters;
   void end(stats::CommSlot* slot);
-  // The file's memory mapped for the GPU, once per process (cudaHostRegister); false when it cannot be.
-  bool mapForGpu();
 
   std::unique_ptr<stats::WrittenSegment> segment_;
-  std::mutex mutex_;
-  bool gpuMapTried_ = false;
-  bool gpuMapped_ = false;
+  std::mutex mutex_;  // slots: leases, ends, the publisher's writes
   Gpu gpu_ = Gpu::Off;
   bool forkedChild_ = false;
+  StatsPublisher publisher_{kPublishPeriod};
 };
 
 // Writes a slot's identity under its sequence word (odd while it changes).

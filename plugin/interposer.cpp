@@ -18,6 +18,8 @@ namespace {
 // Set while a call is being handed to NCCL: should NCCL's own code reach a hooked entry point again
 // (an all-reduce implemented on top of another), that call goes straight to NCCL.
 thread_local bool tInsideNccl = false;
+// The longest a publication waits for its copy of a communicator's kernel counts (one 8 KiB transfer).
+constexpr int64_t kStatsCopyBoundMs = 500;
 
 struct InsideNccl {
   InsideNccl() { tInsideNccl = true; }
@@ -219,7 +221,13 @@ void Interposer::attachCounters(ncclComm_t comm, CommState& state, int nRanks) {
     if (state.ready && state.symmetric && stats_->gpu() != CallStats::Gpu::Off) {
       stats::KernelEntry* mirror = counters->gpuMirror();
       const bool timed = stats_->gpu() == CallStats::Gpu::Time;
-      if (mirror != nullptr && state.symmetric->publishKernelStats(mirror, timed) && timed) counters->markGpuTimed();
+      if (state.symmetric->publishKernelStats(mirror, timed)) {
+        if (timed) counters->markGpuTimed();
+        kernels::SymmetricComm* symmetric = state.symmetric.get();
+        state.publication = stats_->publishGpu(*counters, [symmetric](stats::KernelEntry* to) {
+          return symmetric->copyKernelStats(to, kStatsCopyBoundMs);
+        });
+      }
     }
     state.counters = std::move(counters);
   } catch (const std::exception& e) {
@@ -259,6 +267,7 @@ void Interposer::countCall(const AllReduceCall& c, CommState* state, stats::Rout
 void Interposer::atExit() {
   // A forked child (a data loader's worker, say) holds its parent's communicators: not its to sum up.
   if (!stats_ || stats_->inForkedChild()) return;
+  stats_->stopPublishing();  // no copy from the device while the process ends
   try {
     std::shared_lock lock(mutex_);
     auto say = [](ncclComm_t comm, const CommCounters& k) {

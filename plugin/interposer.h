@@ -34,9 +34,13 @@ struct CommState {
   CommFacts facts;                    // agreed across ranks
   const Thresholds* entry = nullptr;  // the table entry for those facts
   // Its counts (null with SYMMEM_STATS=0). Declared before `symmetric`, so it ends after the kernels
-  // have: the summary line then holds the last GPU times, and no kernel writes a slot handed on.
+  // have: the summary line then holds the last GPU times (teardown's copy), and no kernel counts into
+  // a slot handed on.
   std::unique_ptr<CommCounters> counters;
   std::unique_ptr<kernels::SymmetricComm> symmetric;
+  // The publisher's copies of the kernels' counts (CallStats::publishGpu). Declared after `symmetric`,
+  // so it ends first: no copy runs once teardown begins.
+  std::unique_ptr<StatsPublisher::Registration> publication;
   std::string why;  // why the path is on or off (logged once)
   int rank = 0;
   int device = -1;

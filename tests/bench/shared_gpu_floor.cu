@@ -15,8 +15,9 @@
 //
 // --stats runs every ordered symmetric row again with the live statistics on: "+stats" as the plugin
 // runs with SYMMEM_STATS_GPU=count (the host counts each call, the kernels their executions), "+stats-timed" as
-// with SYMMEM_STATS_GPU=time (the kernels time them too), "+stats-timed-mirror-all" with every
-// execution's entry stored to host memory (kernels/kernel_clock.cuh), so that one run measures them.
+// with SYMMEM_STATS_GPU=time (the kernels time them too), "+stats-timed-copied" with a thread copying the
+// kernels' counts off the device every millisecond meanwhile (kernels/kernel_clock.cuh,
+// plugin/stats_publisher.h), so that one run measures them.
 // --switches runs the earlier forms of the per-call path (SymmetricConfig::costSwitches), so that one
 // binary measures before and after. --trace FILE takes the one-shot push graph rows apart with the
 // kernel's own timestamps (cost_trace.cuh) and writes the means per rank and size to FILE.
@@ -44,6 +45,7 @@
 #include "kernels/programmatic_launch.h"
 #include "kernels/symmetric_comm.h"
 #include "plugin/call_stats.h"
+#include "plugin/stats_publisher.h"
 #include "tests/bench/bench_cuda_check.h"
 #include "tests/gpu/rank_harness.h"
 
@@ -332,10 +334,11 @@ void ncclOneRank(const Options& o) {
   ncclCommDestroy(comm);
 }
 
-// withStats: the live statistics on, the kernels storing their entry to host memory when its count &
-// mirrorMask is 0 (the default: every 64th execution; 0: every one; all bits: never).
+// withStats: the live statistics on (the host's counts, the kernels' own; `timed`: their GPU times too).
+// copying: a thread copies every rank's kernel entries off the device every millisecond meanwhile, 100
+// times as often as the plugin's publisher (plugin/stats_publisher.h).
 void symmetric(int n, const Options& o, bool ordered, double emptyGraphUs, double emptyEagerUs, bool withStats,
-               bool timed = false, uint64_t mirrorMask = symmem::kernels::kStatsMirrorMask) {
+               bool timed = false, bool copying = false) {
   ShmAllGather shm(n, 4096, 60000);
   std::vector<std::unique_ptr<SymmetricComm>> comms(n);
   // With statistics: the plugin's own counters, one lease per rank, as the interposer holds them.
@@ -363,7 +366,6 @@ void symmetric(int n, const Options& o, bool ordered, double emptyGraphUs, doubl
       c.orderStreams = ordered;
       c.programmaticLaunch = o.programmatic;
       c.costSwitches = o.switches;
-      c.statsMirrorMask = mirrorMask;
       // Halves (the first and second half of the ranks) where the halves variant runs: 4, 6, 8 ranks.
       c.halves = n >= 4 && n % 2 == 0;
       for (int q = 0; q < n; ++q) c.halfOf[q] = static_cast<uint8_t>(q >= n / 2 ? 1 : 0);
@@ -378,7 +380,7 @@ void symmetric(int n, const Options& o, bool ordered, double emptyGraphUs, doubl
         std::fprintf(stderr, "rank %d: %s\n", r, why.c_str());
         failed += 1;
       } else if (withStats && !comms[r]->publishKernelStats(counters[r]->gpuMirror(), timed)) {
-        std::fprintf(stderr, "rank %d: the statistics could not be mapped for the GPU\n", r);
+        std::fprintf(stderr, "rank %d: the kernels' statistics could not be kept\n", r);
         failed += 1;
       }
       BENCH_CHECK_CUDA(cudaMalloc(&in[r], 64 << 10));
@@ -388,6 +390,14 @@ void symmetric(int n, const Options& o, bool ordered, double emptyGraphUs, doubl
   }
   for (std::thread& t : setup) t.join();
   if (failed) return;
+  symmem::StatsPublisher publisher(std::chrono::milliseconds(1));
+  std::vector<std::unique_ptr<symmem::StatsPublisher::Registration>> copies;
+  if (copying)
+    for (int r = 0; r < n; ++r)
+      copies.push_back(publisher.add([&comms, r] {
+        symmem::stats::KernelEntry to[symmem::stats::kKernelKinds * symmem::stats::kBuckets];
+        return comms[r]->copyKernelStats(to, 500);
+      }));
   struct Path {
     const char* name;
     KernelChoice kernel;
@@ -411,10 +421,7 @@ void symmetric(int n, const Options& o, bool ordered, double emptyGraphUs, doubl
   };
   for (const Path& p : paths) {
     std::string key = p.name;
-    const char* suffix = !withStats                                        ? ""
-                         : mirrorMask != symmem::kernels::kStatsMirrorMask ? "+stats-timed-mirror-all"
-                         : timed                                           ? "+stats-timed"
-                                                                           : "+stats";
+    const char* suffix = !withStats ? "" : copying ? "+stats-timed-copied" : timed ? "+stats-timed" : "+stats";
     const std::string name = std::string(p.name) + suffix;
     std::replace(key.begin(), key.end(), ' ', '-');
     if (!o.paths.empty() && ("," + o.paths + ",").find("," + key + ",") == std::string::npos) continue;
@@ -437,6 +444,7 @@ void symmetric(int n, const Options& o, bool ordered, double emptyGraphUs, doubl
       }
     }
   }
+  copies.clear();  // no copy once teardown begins
   std::vector<std::thread> teardown;
   for (int r = 0; r < n; ++r)
     teardown.emplace_back([&, r] {
@@ -655,7 +663,7 @@ int main(int argc, char** argv) {
       if (ordered && o.stats) {
         symmetric(n, o, ordered, emptyGraph.median, emptyEager.median, true);
         symmetric(n, o, ordered, emptyGraph.median, emptyEager.median, true, true);
-        symmetric(n, o, ordered, emptyGraph.median, emptyEager.median, true, true, 0);
+        symmetric(n, o, ordered, emptyGraph.median, emptyEager.median, true, true, true);
       }
     }
   }

@@ -4,6 +4,7 @@
 // stand-in for the kernels, for the interposer's tests without GPUs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <functional>
@@ -122,7 +123,11 @@ class FakeSymmetric : public kernels::SymmetricComm {
   // The call (counted as `calls`; 0: none) that throws once it has "launched" (noted as "sym"): a
   // failure after the side effect its peers pair with.
   static inline int throwAtCall = 0;
-  ~FakeSymmetric() override { ++destroyed; }
+  ~FakeSymmetric() override {
+    tornDown_ = true;
+    if (host_ != nullptr) fillRuns(host_);
+    ++destroyed;
+  }
   // Calls are "captured" while `capturedCalls` is set (the interposer counts them by mode).
   static inline bool capturedCalls = false;
   kernels::Status allReduce(const void*, void*, size_t, DataType, ReduceOp, kernels::KernelChoice k, cudaStream_t,
@@ -141,6 +146,21 @@ class FakeSymmetric : public kernels::SymmetricComm {
     FakeNccl::note("event", event);
     return recordAnswer;
   }
+  // The kernels' own counts (kernels/kernel_clock.cuh) as a device would keep them: gpuRuns executions
+  // of one-shot pull at 16 B, copied out on request (`copies` of them) and into `host` at teardown.
+  static inline std::atomic<uint64_t> gpuRuns{0};
+  static inline std::atomic<int> copies{0};
+  static inline std::atomic<bool> copyAfterTeardown{false};
+  bool publishKernelStats(stats::KernelEntry* host, bool) override {
+    host_ = host;
+    return true;
+  }
+  bool copyKernelStats(stats::KernelEntry* to, int64_t) override {
+    if (tornDown_) copyAfterTeardown = true;
+    ++copies;
+    fillRuns(to);
+    return true;
+  }
   void abort() override { ++aborted; }
   kernels::Status deviceStatus() const override { return device; }
   int waitedRank() const override { return 1; }
@@ -149,8 +169,16 @@ class FakeSymmetric : public kernels::SymmetricComm {
   const kernels::SymmetricConfig& config() const override { return config_; }
 
  private:
+  static void fillRuns(stats::KernelEntry* to) {
+    std::fill(to, to + stats::kKernelKinds * stats::kBuckets, stats::KernelEntry{});
+    const uint64_t n = gpuRuns;
+    to[stats::kernelKind(false, static_cast<int>(SymVariant::Pull)) * stats::kBuckets + stats::sizeBucket(16)] = {
+        n, n * 2000, 1000, 3000};
+  }
   ncclComm_t comm_;
   kernels::SymmetricConfig config_;
+  stats::KernelEntry* host_ = nullptr;
+  std::atomic<bool> tornDown_{false};
 };
 
 ncclComm_t fakeComm(uintptr_t id, int size) {
@@ -170,6 +198,9 @@ class InterposerTest : public ::testing::Test {
     FakeSymmetric::recordAnswer = kernels::Status::Ok;
     FakeSymmetric::aborted = 0;
     FakeSymmetric::device = kernels::Status::Ok;
+    FakeSymmetric::gpuRuns = 0;
+    FakeSymmetric::copies = 0;
+    FakeSymmetric::copyAfterTeardown = false;
     nccl = FakeNccl::table();
     table = DecisionTable::builtIn();
     process.table = &table;
