@@ -6,17 +6,21 @@
 // allreduce_kernels_clocked.cu); KernelClock<false>, what every other launch runs, has no code and no
 // register.
 //
-// Thread 0 of block 0 notes %globaltimer once the previous kernel on the stream has completed (after
-// the programmatic wait; timed only) and again after its last data store, and adds the execution to
-// its communicator's entry for (kernel kind, size bucket) in device memory (DeviceControl::stats):
-// count, sum, min, max, each by a fire-and-forget atomic (RED) issued before the launch's records
-// advance (closeRound, endLaunch). The kernel reads nothing for it and waits for nothing; the records'
-// stores and the launch's end overlap the atomics. Where else this was tried, one H200, 2 ranks
-// (docs/live-stats.md, "Cost"): atomics after the records' stores, +0.12-0.26 us per call; an atomic
-// whose result is used, +0.2; the entry read after the wait and stored at the end, +0.15.
+// Thread 0 of block 0 adds the execution to its communicator's entry for (kernel kind, size bucket)
+// in device memory (DeviceControl::stats) with fire-and-forget atomics (RED) whose results nothing
+// reads: the count at the kernel's entry, before the programmatic wait; when timed, the time from the
+// end of that wait to its last data store (%globaltimer) as sum, min and max, issued before the
+// launch's records advance (closeRound, endLaunch), so that the records' stores and the launch's end
+// overlap them. The entry's address and the start time wait in shared memory: registers are what the
+// two-shot kernels run short of. Nothing here makes the kernel wait for memory.
 //
-// The host copies the entries out (SymmetricComm::refreshKernelStats, from the plugin's statistics
-// thread and at teardown): the kernels never touch host memory.
+// What the forms tried cost, 2 ranks on one H200 (docs/live-stats.md, "Cost"): every atomic after the
+// records' stores, +0.12-0.26 us per call; an atomic at the entry whose result the end reads, +0.2;
+// the entry read after the wait and stored at the end (the first form), +0.15-0.19; this form, count
+// +0.05-0.07 us, time +0.13-0.18.
+//
+// The host copies the entries out (SymmetricComm::copyKernelStats, from the plugin's publisher thread
+// every 0.1 s, and at teardown): the kernels never touch host memory.
 #include <cstdint>
 
 #include "core/call_stats_layout.h"
@@ -37,38 +41,48 @@ static_assert(stats::kKernelKinds == 8, "four variants of each algorithm");
 template <bool kOn>
 class KernelClock {
  public:
-  // Before the programmatic wait: parameters only, no memory access.
+  // At the kernel's entry, before the programmatic wait: the count, by an atomic whose result is
+  // never read. What stop() needs waits in shared memory, not in registers the kernel needs.
   __device__ __forceinline__ KernelClock(const DeviceView& v, int kind, uint64_t bytes)
-      : v_(v), on_(blockIdx.x == 0 && threadIdx.x == 0), at_(kind * stats::kBuckets + statsBucket(bytes)) {}
+      : on_(blockIdx.x == 0 && threadIdx.x == 0) {
+    if (!on_) return;
+    RunningEntry* e = &v.control->stats[kind][statsBucket(bytes)];
+    atomicAdd(&e->count, 1ull);
+    state().entry = v.statsTimed != 0 ? e : nullptr;
+  }
 
-  // After the programmatic wait: a register read.
+  // After the programmatic wait: the time, to shared memory.
   __device__ __forceinline__ void start() {
-    if (on_ && v_.statsTimed != 0) t0_ = now();
+    if (on_) state().t0 = now();
   }
 
   // After this thread's last data store, before the launch's records advance. Once per launch.
   __device__ __forceinline__ void stop() {
     if (!on_) return;
-    RunningEntry* e = &v_.control->stats[0][0] + at_;
-    atomicAdd(&e->count, 1ull);
-    if (v_.statsTimed == 0) return;
-    const unsigned long long dt = now() - t0_;
+    RunningEntry* e = state().entry;
+    if (e == nullptr) return;
+    const unsigned long long dt = now() - state().t0;
     atomicAdd(&e->sumNs, dt);
     atomicMax(&e->minNsComplement, ~dt);
     atomicMax(&e->maxNs, dt);
   }
 
  private:
+  struct State {
+    RunningEntry* entry;  // null: count only
+    uint64_t t0;
+  };
+  static __device__ __forceinline__ State& state() {
+    __shared__ State s;
+    return s;
+  }
   static __device__ __forceinline__ uint64_t now() {
     uint64_t t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     return t;
   }
 
-  const DeviceView& v_;
   bool on_;
-  int at_;  // kind * kBuckets + size bucket
-  uint64_t t0_ = 0;
 };
 
 template <>

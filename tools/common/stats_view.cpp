@@ -48,9 +48,9 @@ std::string rtrimmed(std::string s) {
 // One line of the table: the columns at their widths.
 std::string tableLine(const char* lead, const std::vector<std::string>& c) {
   char buf[512];
-  std::snprintf(buf, sizeof buf, "%s%6s  %-15s  %-14s  %-7s  %-21s  %9s  %11s  %-14s  %10s  %9s  %9s", lead,
+  std::snprintf(buf, sizeof buf, "%s%6s  %-15s  %-14s  %-7s  %-21s  %9s  %11s  %-14s  %10s  %9s  %9s  %9s", lead,
                 c[0].c_str(), c[1].c_str(), c[2].c_str(), c[3].c_str(), c[4].c_str(), c[5].c_str(), c[6].c_str(),
-                c[7].c_str(), c[8].c_str(), c[9].c_str(), c[10].c_str());
+                c[7].c_str(), c[8].c_str(), c[9].c_str(), c[10].c_str(), c[11].c_str());
   return rtrimmed(buf);
 }
 
@@ -147,7 +147,9 @@ std::vector<CommFigures> commFigures(const ProcessSnapshot& now, const ProcessSn
       const uint64_t counted = f.calls - (earlier != nullptr ? earlier->routeCalls(route) : 0);
       if (c.rateSeconds > 0) f.perSecond = static_cast<double>(counted) / c.rateSeconds;
       if (stats::isSymmetric(route)) {
+        uint64_t before = 0;
         for (int b = 0; b < stats::kBuckets; ++b) {
+          if (earlier != nullptr) before += earlier->gpu[ri][b].count;
           const stats::KernelEntry& e = s.gpu[ri][b];
           if (e.count == 0) continue;
           f.gpuMinNs = f.gpuExecutions == 0 ? e.minNs : std::min(f.gpuMinNs, e.minNs);
@@ -155,6 +157,8 @@ std::vector<CommFigures> commFigures(const ProcessSnapshot& now, const ProcessSn
           f.gpuExecutions += e.count;
           f.gpuSumNs += e.sumNs;
         }
+        if (f.gpuExecutions != 0 && c.rateSeconds > 0 && f.gpuExecutions >= before)
+          f.gpuPerSecond = static_cast<double>(f.gpuExecutions - before) / c.rateSeconds;
       }
       c.routes.push_back(f);
     }
@@ -165,8 +169,8 @@ std::vector<CommFigures> commFigures(const ProcessSnapshot& now, const ProcessSn
 
 std::string statsTableHeader() {
   return tableLine("#", {"pid", "program", "comm", "rank", "route", "calls/s", "calls", "sizes", "eager/capt",
-                         "gpu mean", "gpu max"}) +
-         "\n" + tableLine("#", {"", "", "", "", "", "1/s", "", "bytes", "%", "us", "us"}) + "\n";
+                         "gpu runs/s", "gpu mean", "gpu max"}) +
+         "\n" + tableLine("#", {"", "", "", "", "", "1/s", "", "bytes", "%", "1/s", "us", "us"}) + "\n";
 }
 
 std::vector<std::string> statsTableRows(const std::vector<ProcessSnapshot>& now,
@@ -186,6 +190,7 @@ std::vector<std::string> statsTableRows(const std::vector<ProcessSnapshot>& now,
                                        "-",
                                        "-",
                                        "-",
+                                       "-",
                                        "-"};
       if (c.routes.empty()) rows.push_back(tableLine(" ", cols));
       for (const RouteFigures& r : c.routes) {
@@ -194,9 +199,10 @@ std::vector<std::string> statsTableRows(const std::vector<ProcessSnapshot>& now,
         cols[6] = std::to_string(r.calls);
         cols[7] = sizesText(r);
         cols[8] = modeShare(r);
+        if (!ended) cols[9] = r.gpuPerSecond ? fixed(*r.gpuPerSecond, 1) : "-";
         const bool timed = s.gpuTimed && r.gpuExecutions > 0;
-        cols[9] = timed ? fixed(static_cast<double>(r.gpuSumNs) / static_cast<double>(r.gpuExecutions) / 1e3, 1) : "-";
-        cols[10] = timed ? fixed(static_cast<double>(r.gpuMaxNs) / 1e3, 1) : "-";
+        cols[10] = timed ? fixed(static_cast<double>(r.gpuSumNs) / static_cast<double>(r.gpuExecutions) / 1e3, 1) : "-";
+        cols[11] = timed ? fixed(static_cast<double>(r.gpuMaxNs) / 1e3, 1) : "-";
         rows.push_back(tableLine(" ", cols));
       }
     }
@@ -299,6 +305,7 @@ std::string statsJson(const std::vector<ProcessSnapshot>& now, const std::vector
         const int ri = static_cast<int>(r.route);
         j.key(stats::routeKey(r.route)).beginObject();
         j.key("executions").value(r.gpuExecutions).key("sum_ns").value(r.gpuSumNs);
+        j.key("executions_per_s").value(r.gpuPerSecond, 3);
         j.key("min_ns").value(r.gpuMinNs).key("max_ns").value(r.gpuMaxNs);
         j.key("buckets").beginArray();
         for (int b = 0; b < stats::kBuckets; ++b) {

@@ -31,8 +31,11 @@ struct RouteFigures {
   uint64_t calls = 0, eager = 0, captured = 0;
   int smallest = -1, largest = -1;  // the size buckets with calls
   std::optional<double> perSecond;  // nullopt: no time passed to measure a rate over
-  // The GPU's own figures of this route's kernel, summed over the size buckets (symmetric routes).
+  // The GPU's own figures of this route's kernel, summed over the size buckets (symmetric routes),
+  // and its executions per second over the same time as perSecond: graph replays, which the host's
+  // counts never see, are in it (nullopt: the GPU does not count).
   uint64_t gpuExecutions = 0, gpuSumNs = 0, gpuMinNs = 0, gpuMaxNs = 0;
+  std::optional<double> gpuPerSecond;
 };
 
 struct CommFigures {

@@ -71,17 +71,19 @@ TEST(StatTool, Table) {
   const std::string pid = std::to_string(p.pid());
   const std::vector<std::string> rows = linesWith(r.out, " stat-child ");
   ASSERT_EQ(rows.size(), 3u) << r.out;
-  // pid program comm rank route calls/s calls sizes eager/capt gpu-mean gpu-max
+  // pid program comm rank route calls/s calls sizes eager/capt gpu-runs/s gpu-mean gpu-max
   const std::regex push("^ +" + pid +
-                        "  stat-child +0xa1 +0/2 +one-shot push +(1\\.[12]) +12  8B-4KiB +58/42 +3\\.7 +7\\.0$");
+                        "  stat-child +0xa1 +0/2 +one-shot push +(1\\.[12]) +12  8B-4KiB +58/42 +(1\\.[12]) +3\\.7 "
+                        "+7\\.0$");
   std::smatch m;
-  EXPECT_TRUE(std::regex_match(rows[0], m, push)) << rows[0] << "\n(12 calls in 10 s: 1.2 a second)";
+  EXPECT_TRUE(std::regex_match(rows[0], m, push)) << rows[0] << "\n(12 calls and 12 runs in 10 s: 1.2 a second)";
   EXPECT_TRUE(std::regex_match(
       rows[1],
-      std::regex("^ +" + pid + "  stat-child +0xa1 +0/2 +NCCL \\(table band\\) +0\\.3 +3  1MiB +100/0 +- +-$")))
+      std::regex("^ +" + pid + "  stat-child +0xa1 +0/2 +NCCL \\(table band\\) +0\\.3 +3  1MiB +100/0 +- +- +-$")))
       << rows[1];
   EXPECT_TRUE(std::regex_match(
-      rows[2], std::regex("^ +" + pid + "  stat-child +0xb2 +1/4 +NCCL \\(path off\\) +ended +4  128B +100/0 +- +-$")))
+      rows[2],
+      std::regex("^ +" + pid + "  stat-child +0xb2 +1/4 +NCCL \\(path off\\) +ended +4  128B +100/0 +- +- +-$")))
       << rows[2];
   EXPECT_EQ(linesWith(r.out, "#   pid").size(), 1u) << r.out;
   EXPECT_TRUE(r.has("pid " + pid + " comm 0xb2 rank 1/4: symmetric path off: NCCL: a peer has no P2P access")) << r.out;

@@ -76,13 +76,13 @@ TEST(StatsView, TableWithRatesSinceOpened) {
   const std::vector<ProcessSnapshot> now = {sample(4, 1)};
   EXPECT_EQ(statsTable(now, {}),
             "#   pid  program          comm            rank     route                    calls/s        calls  sizes  "
-            "         eager/capt   gpu mean    gpu max\n"
+            "         eager/capt  gpu runs/s   gpu mean    gpu max\n"
             "#                                                                               1/s               bytes   "
-            "                 %         us         us\n"
+            "                 %        1/s         us         us\n"
             "   4242  python3          0x7f00aa00      1/2      one-shot push               10.0           40  "
-            "8B-16KiB             75/25        6.0       15.5\n"
+            "8B-16KiB             75/25       10.0        6.0       15.5\n"
             "   4242  python3          0x7f00aa00      1/2      NCCL (past the table)        1.0            4  "
-            "1MiB                 100/0          -          -\n");
+            "1MiB                 100/0          -          -          -\n");
 }
 
 TEST(StatsView, TableWithRatesOverTheInterval) {
@@ -93,10 +93,10 @@ TEST(StatsView, TableWithRatesOverTheInterval) {
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0],
             "   4242  python3          0x7f00aa00      1/2      one-shot push               40.0          120  "
-            "8B-16KiB             75/25        6.0       15.5");
+            "8B-16KiB             75/25       40.0        6.0       15.5");
   EXPECT_EQ(rows[1],
             "   4242  python3          0x7f00aa00      1/2      NCCL (past the table)        4.0           12  "
-            "1MiB                 100/0          -          -");
+            "1MiB                 100/0          -          -          -");
 }
 
 TEST(StatsView, AnotherProcessOrCommunicatorIsNotAnInterval) {
@@ -139,11 +139,11 @@ TEST(StatsView, EndedUncountedAndUntimedCommunicators) {
   EXPECT_EQ(statsTable({p}, {}),
             statsTableHeader() +
                 "   4242  a-very-long-pro  0xbeef          1/2      two-shot pull              ended            5  "
-                ">1GiB                0/100          -          -\n"
+                ">1GiB                0/100          -          -          -\n"
                 "   4242  a-very-long-pro  0xcafe          1/2      -                              -            0  "
-                "-                        -          -          -\n"
+                "-                        -          -          -          -\n"
                 "   4242  a-very-long-pro  0xf00d          1/2      NCCL (before setup)            -            1  "
-                "1B                   100/0          -          -\n"
+                "1B                   100/0          -          -          -\n"
                 "pid 4242 comm 0xcafe rank 1/2: symmetric path off: NCCL: a peer has no P2P access\n"
                 "pid 4242 comm 0xf00d rank 1/2: symmetric path off: not set up yet\n"
                 "pid 4242: 3 communicators not shown: every one of its 64 slots was live when they were set up\n");
@@ -186,7 +186,7 @@ TEST(StatsView, Json) {
       R"("calls_per_s":40,"buckets":[{"bucket":3,"le_bytes":8,"eager":90,"captured":0},)"
       R"({"bucket":14,"le_bytes":16384,"eager":0,"captured":30}]},"nccl_table":{"calls":12,"eager":12,)"
       R"("captured":0,"calls_per_s":4,"buckets":[{"bucket":20,"le_bytes":1048576,"eager":12,"captured":0}]}},)"
-      R"("kernels":{"one_shot_push":{"executions":120,"sum_ns":720000,"min_ns":3500,"max_ns":15500,)"
+      R"("kernels":{"one_shot_push":{"executions":120,"sum_ns":720000,"executions_per_s":40,"min_ns":3500,"max_ns":15500,)"
       R"("buckets":[{"bucket":3,"le_bytes":8,"count":90,"sum_ns":360000,"min_ns":3500,"max_ns":9800},)"
       R"({"bucket":14,"le_bytes":16384,"count":30,"sum_ns":360000,"min_ns":11000,"max_ns":15500}]}}}]}],)"
       R"j("notes":["pid 9 ended without removing its statistics file x (removed)"]})j");
