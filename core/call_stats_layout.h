@@ -67,7 +67,8 @@ enum Mode : int { kEager = 0, kCaptured = 1, kModes = 2 };
 
 // What the GPU measured for one kernel kind and size bucket: executions, and block 0's time from the
 // end of its wait for the previous kernel on the stream to its last store (%globaltimer, ns).
-// Written by the kernels, each execution after the previous one of its communicator has ended.
+// Counted on the device by the kernels (kernels/kernel_clock.cuh) and copied here by the plugin, every
+// 0.1 s under the slot's sequence word and once more at the communicator's teardown.
 struct alignas(32) KernelEntry {
   uint64_t count;
   uint64_t sumNs;

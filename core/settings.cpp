@@ -65,9 +65,8 @@ constexpr SettingSpec kSpecs[] = {
      "same variable."},
     {SettingId::StatsGpu, "SYMMEM_STATS_GPU", SettingType::Choice, "off", kNoLimit, kNoLimit, "off|count|time",
      "With SYMMEM_STATS: what the symmetric kernels add themselves, which graph replays need (the host sees a "
-     "captured call once). count: every execution (+0.15-0.19 us per one-shot call measured); time: its GPU time too "
-     "(+0.2-0.26 us); "
-     "off: nothing, the kernels unchanged."},
+     "captured call once). count: every execution (+0.05-0.07 us per call measured); time: its GPU time too "
+     "(+0.13-0.18 us); off: nothing, the kernels unchanged."},
 };
 static_assert(std::size(kSpecs) == static_cast<size_t>(SettingId::kCount), "one spec per SettingId");
 

@@ -56,7 +56,7 @@ struct DeviceControl {
   BlockControl oneShot[kMaxGrid];
   BlockControl twoShot[kMaxGrid];
   // The running count and GPU time of this rank's executions per kernel kind and size bucket
-  // (kernel_clock.cuh); mirrored into the process's statistics file.
+  // (kernel_clock.cuh); copied into the process's statistics file by the host (symmetric_stats.cpp).
   RunningEntry stats[stats::kKernelKinds][stats::kBuckets];
   uint32_t aborted;  // set by the first timeout or abort: every later launch exits at once
   uint32_t pad;

@@ -134,7 +134,7 @@ std::string CommCounters::summary() const {
     std::string part = std::string(stats::routeName(route)) + " " + std::to_string(calls) + " (" + bucketText(lo);
     if (hi != lo) part += " - " + bucketText(hi);
     if (captured != 0) part += ", " + std::to_string(captured) + " captured";
-    if (stats::isSymmetric(route) && slot_->gpuTimed != 0) {
+    if (stats::isSymmetric(route)) {
       uint64_t runs = 0, sum = 0, max = 0;
       for (int b = 0; b < stats::kBuckets; ++b) {
         const stats::KernelEntry& e = slot_->gpu[r][b];
@@ -142,9 +142,10 @@ std::string CommCounters::summary() const {
         sum += e.sumNs;
         max = std::max<uint64_t>(max, e.maxNs);
       }
-      if (runs != 0)
-        part += "; GPU " + std::to_string(runs) + " runs, mean " + microseconds(double(sum) / double(runs)) + ", max " +
-                microseconds(double(max));
+      // The kernels' own count (SYMMEM_STATS_GPU=count), and with =time their times.
+      if (runs != 0) part += "; GPU " + std::to_string(runs) + " runs";
+      if (runs != 0 && slot_->gpuTimed != 0)
+        part += ", mean " + microseconds(double(sum) / double(runs)) + ", max " + microseconds(double(max));
     }
     part += ")";
     parts += (parts.empty() ? "" : "; ") + part;

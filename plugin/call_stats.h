@@ -51,7 +51,7 @@ class CommCounters {
   void writeGpu(const stats::KernelEntry* entries);
   // "1234 all-reduces: one-shot push 1200 (8B - 16KiB, 1100 captured; GPU 55000 runs, mean 4.10 us, max
   // 9.80 us); NCCL (type/op) 34 (8B)": the captured calls are counted once, at capture; the GPU's
-  // runs count every replay.
+  // runs count every replay (SYMMEM_STATS_GPU=count: the runs without the times).
   std::string summary() const;
   ncclComm_t comm() const { return comm_; }
   const stats::CommSlot& slot() const { return *slot_; }

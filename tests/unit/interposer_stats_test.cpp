@@ -202,6 +202,27 @@ TEST_F(InterposerStatsTest, TheKernelsCountsReachTheSlotWhileTheCommunicatorLive
   EXPECT_TRUE(said) << "the summary line at destroy names the kernels' runs";
 }
 
+// With SYMMEM_STATS_GPU=count the summary line has the kernels' runs without times.
+TEST_F(InterposerStatsTest, CountedButUntimedKernelsShowTheirRunsOnly) {
+  std::vector<std::string> info;
+  setLogSinkForTesting([&](LogLevel level, const std::string& text) {
+    if (level == LogLevel::Info) info.push_back(text);
+  });
+  Interposer ip = make(true);
+  auto callStats = std::make_unique<CallStats>(stats::WrittenSegment::createPrivate("test", "0"));
+  callStats->setGpu(CallStats::Gpu::Count);
+  ip.enableStats(std::move(callStats));
+  ncclComm_t comm = fakeComm(0x7500, 4);
+  FakeSymmetric::gpuRuns = 7;
+  ip.allReduce(buf, buf, 8, ncclBfloat16, ncclSum, comm, nullptr);
+  EXPECT_EQ(slotOf(ip, comm)->gpuTimed, 0u);
+  EXPECT_EQ(ip.commDestroy(comm), ncclSuccess);
+  bool said = false;
+  for (const std::string& line : info)
+    said = said || line.find("one-shot pull 1 (16B; GPU 7 runs)") != std::string::npos;
+  EXPECT_TRUE(said) << "the summary line at destroy names the runs, without times";
+}
+
 TEST_F(InterposerStatsTest, AtExitEachLiveCommunicatorIsSummedUp) {
   std::vector<std::string> info;
   setLogSinkForTesting([&](LogLevel level, const std::string& text) {
