@@ -226,6 +226,16 @@ void CallStats::end(stats::CommSlot* slot) {
 
 void CallStats::removeFile() { segment_->removeFile(); }
 
+void CallStats::lockForFork() {
+  mutex_.lock();
+  publisher_.lockForFork();
+}
+
+void CallStats::unlockAfterFork() {
+  publisher_.unlockAfterFork();
+  mutex_.unlock();
+}
+
 void CallStats::detachInForkedChild() {
   // The same addresses, now private: leases the child inherited keep counting, into nothing shared.
   if (segment_->shared())

@@ -95,6 +95,10 @@ class CallStats {
   // In a forked child: the file and its mapping are the parent's. The child keeps counting into
   // private memory at the same addresses and removes nothing.
   void detachInForkedChild();
+  // Around fork (pthread_atfork, through the interposer): the slots' lock and the publisher's held by
+  // the forking thread, so that the child inherits neither in the middle of a change.
+  void lockForFork();
+  void unlockAfterFork();
   bool inForkedChild() const { return forkedChild_; }
 
  private:

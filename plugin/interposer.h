@@ -159,8 +159,15 @@ class Interposer {
   }
   // Around fork (pthread_atfork): a child must not inherit the communicator table's lock held by a
   // thread it does not have. The plugin's one interposer registers them (plugin/process.cpp).
-  void lockForFork() { mutex_.lock(); }
-  void unlockAfterFork() { mutex_.unlock(); }
+  // The statistics' locks too (CallStats::lockForFork), after this one: the order every path takes them.
+  void lockForFork() {
+    mutex_.lock();
+    if (stats_) stats_->lockForFork();
+  }
+  void unlockAfterFork() {
+    if (stats_) stats_->unlockAfterFork();
+    mutex_.unlock();
+  }
   // In the child the lock is made anew: glibc's rwlock knows its writer by thread id, which the
   // child's one thread no longer has, so an unlock there would not release it.
   void renewAfterFork() { new (&mutex_) std::shared_mutex; }

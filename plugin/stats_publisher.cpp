@@ -53,11 +53,13 @@ void StatsPublisher::stop() {
 }
 
 void StatsPublisher::forgetInForkedChild() {
-  // The parent's thread does not exist here, and it may have held the lock at the fork.
+  // The parent's thread does not exist here, and it may have held the lock at the fork (unless the
+  // fork went through lockForFork). The registrations are left as they are, never run nor destroyed:
+  // what they hold is the parent's.
   new (&mutex_) std::mutex;
   new (&changed_) std::condition_variable;
   (void)thread_.release();  // never joined, never destroyed: a std::thread still joinable would terminate
-  entries_.clear();
+  new (&entries_) std::map<uint64_t, Publish>;
   busy_ = 0;
   stopping_ = true;
 }

@@ -49,6 +49,9 @@ class StatsPublisher {
   void stop();
   // In a forked child: the thread is the parent's. Forgets it and every registration, publishes nothing.
   void forgetInForkedChild();
+  // Around fork: the lock held by the forking thread (released in the parent; made anew in the child).
+  void lockForFork() { mutex_.lock(); }
+  void unlockAfterFork() { mutex_.unlock(); }
 
   // Publications done so far (tests).
   uint64_t rounds() const;
