@@ -20,9 +20,23 @@ using stats::Route;
 
 class InterposerStatsTest : public InterposerTest {
  protected:
-  static void count(Interposer& ip) {
-    ip.enableStats(std::make_unique<CallStats>(stats::WrittenSegment::createPrivate("test", "0")));
+  static void count(Interposer& ip, CallStats::Gpu gpu = CallStats::Gpu::Off) {
+    auto callStats = std::make_unique<CallStats>(stats::WrittenSegment::createPrivate("test", "0"));
+    callStats->setGpu(gpu);
+    ip.enableStats(std::move(callStats));
   }
+  // INFO lines said from now on.
+  void keepInfo() {
+    setLogSinkForTesting([this](LogLevel level, const std::string& text) {
+      if (level == LogLevel::Info) infoLines.push_back(text);
+    });
+  }
+  bool saidInfo(const std::string& part) const {
+    for (const std::string& line : infoLines)
+      if (line.find(part) != std::string::npos) return true;
+    return false;
+  }
+  std::vector<std::string> infoLines;
   // The slot of `comm` in the interposer's file, and its calls of `route` in size bucket `bytes`.
   static const stats::CommSlot* slotOf(const Interposer& ip, ncclComm_t comm) {
     for (int i = 0; i < stats::kSlots; ++i) {
@@ -164,14 +178,9 @@ TEST_F(InterposerStatsTest, DestroySaysTheSummaryAndLeavesTheSlotEndedForReaders
 // The kernels' own counts (SYMMEM_STATS_GPU) reach the communicator's slot while it lives, by the
 // publisher thread's copies every 0.1 s, and once more at teardown; no copy runs once teardown begins.
 TEST_F(InterposerStatsTest, TheKernelsCountsReachTheSlotWhileTheCommunicatorLives) {
-  std::vector<std::string> info;
-  setLogSinkForTesting([&](LogLevel level, const std::string& text) {
-    if (level == LogLevel::Info) info.push_back(text);
-  });
+  keepInfo();
   Interposer ip = make(true);
-  auto callStats = std::make_unique<CallStats>(stats::WrittenSegment::createPrivate("test", "0"));
-  callStats->setGpu(CallStats::Gpu::Time);
-  ip.enableStats(std::move(callStats));
+  count(ip, CallStats::Gpu::Time);
   ncclComm_t comm = fakeComm(0x7400, 4);
   FakeSymmetric::gpuRuns = 42;
   ip.allReduce(buf, buf, 8, ncclBfloat16, ncclSum, comm, nullptr);
@@ -196,31 +205,22 @@ TEST_F(InterposerStatsTest, TheKernelsCountsReachTheSlotWhileTheCommunicatorLive
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_EQ(FakeSymmetric::copies, copies) << "copies after the communicator was destroyed";
   EXPECT_FALSE(FakeSymmetric::copyAfterTeardown);
-  bool said = false;
-  for (const std::string& line : info)
-    said = said || line.find("GPU 1001 runs, mean 2.00 us, max 3.00 us") != std::string::npos;
-  EXPECT_TRUE(said) << "the summary line at destroy names the kernels' runs";
+  EXPECT_TRUE(saidInfo("GPU 1001 runs, mean 2.00 us, max 3.00 us"))
+      << "the summary line at destroy names the kernels' runs";
 }
 
 // With SYMMEM_STATS_GPU=count the summary line has the kernels' runs without times.
 TEST_F(InterposerStatsTest, CountedButUntimedKernelsShowTheirRunsOnly) {
-  std::vector<std::string> info;
-  setLogSinkForTesting([&](LogLevel level, const std::string& text) {
-    if (level == LogLevel::Info) info.push_back(text);
-  });
+  keepInfo();
   Interposer ip = make(true);
-  auto callStats = std::make_unique<CallStats>(stats::WrittenSegment::createPrivate("test", "0"));
-  callStats->setGpu(CallStats::Gpu::Count);
-  ip.enableStats(std::move(callStats));
+  count(ip, CallStats::Gpu::Count);
   ncclComm_t comm = fakeComm(0x7500, 4);
   FakeSymmetric::gpuRuns = 7;
   ip.allReduce(buf, buf, 8, ncclBfloat16, ncclSum, comm, nullptr);
   EXPECT_EQ(slotOf(ip, comm)->gpuTimed, 0u);
   EXPECT_EQ(ip.commDestroy(comm), ncclSuccess);
-  bool said = false;
-  for (const std::string& line : info)
-    said = said || line.find("one-shot pull 1 (16B; GPU 7 runs)") != std::string::npos;
-  EXPECT_TRUE(said) << "the summary line at destroy names the runs, without times";
+  EXPECT_TRUE(saidInfo("one-shot pull 1 (16B; GPU 7 runs)"))
+      << "the summary line at destroy names the runs, without times";
 }
 
 TEST_F(InterposerStatsTest, AtExitEachLiveCommunicatorIsSummedUp) {
