@@ -10,8 +10,8 @@
 // communicator, rank, path) is guarded by `seq`: odd while the writer changes it; a reader copies the
 // identity and the counters between two reads of an even, equal `seq`.
 //
-// Layout version 2 (version 1 had no halves routes). Any change to these structs or constants is a new version: readers
-// refuse a layout they do not know (core/call_stats_segment.h).
+// Layout version 3 (version 1 had no halves routes; version 2 no sampling and no runs per algorithm). Any change to
+// these structs or constants is a new version: readers refuse a layout they do not know (core/call_stats_segment.h).
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -19,7 +19,7 @@
 namespace symmem::stats {
 
 inline constexpr char kMagic[8] = {'S', 'Y', 'M', 'M', 'S', 'T', 'A', 'T'};
-inline constexpr uint32_t kLayoutVersion = 2;
+inline constexpr uint32_t kLayoutVersion = 3;
 
 // Size buckets, powers of two: bucket b holds calls of (2^(b-1), 2^b] bytes (bucket 0: 0 and 1 B);
 // the last one everything above 1 GiB.
@@ -56,6 +56,9 @@ enum class Route : uint32_t {
 inline constexpr int kRoutes = static_cast<int>(Route::kCount);
 inline constexpr int kKernelKinds = 8;
 constexpr int kernelKind(bool twoShot, int variant) { return (twoShot ? 4 : 0) + variant; }
+// The kernels' algorithms, one-shot then two-shot; kind k is one of algorithm k / 4.
+inline constexpr int kAlgorithms = 2;
+constexpr int algorithmOf(int kind) { return kind / 4; }
 constexpr bool isSymmetric(Route r) { return static_cast<int>(r) < kKernelKinds; }
 
 // Short names, as symmem-stat and the summary lines print them ("one-shot push", "NCCL (table band)").
@@ -65,10 +68,9 @@ std::string_view routeKey(Route r);
 
 enum Mode : int { kEager = 0, kCaptured = 1, kModes = 2 };
 
-// What the GPU measured for one kernel kind and size bucket: executions, and block 0's time from the
-// end of its wait for the previous kernel on the stream to its last store (%globaltimer, ns).
-// Counted on the device by the kernels (kernels/kernel_clock.cuh) and copied here by the plugin, every
-// 0.1 s under the slot's sequence word and once more at the communicator's teardown.
+// What the GPU measured of the timed executions of one kernel kind and size bucket: how many, and
+// block 0's time from the end of its wait for the previous kernel on the stream to its last store
+// (%globaltimer, ns).
 struct alignas(32) KernelEntry {
   uint64_t count;
   uint64_t sumNs;
@@ -77,10 +79,24 @@ struct alignas(32) KernelEntry {
 };
 static_assert(sizeof(KernelEntry) == 32);
 
+// One call in kDefaultSamplePeriod of each kernel kind and size bucket, the first always, is timed
+// unless SYMMEM_STATS_GPU=every (period 1).
+inline constexpr uint32_t kDefaultSamplePeriod = 64;
+
+// What a communicator's kernels counted on one rank (kernels/kernel_clock.cuh), copied here by the
+// plugin every 0.1 s under the slot's sequence word and once more at the communicator's teardown:
+// every execution of each algorithm (its round records: graph replays included, at no cost to the
+// kernels), and the timed executions by kernel kind and size bucket.
+struct GpuCounts {
+  uint64_t runs[kAlgorithms];
+  KernelEntry timed[kKernelKinds][kBuckets];
+};
+static_assert(offsetof(GpuCounts, timed) == 32);
+
 enum class SlotState : uint32_t { Free = 0, Live = 1, Ended = 2 };
 
 inline constexpr size_t kPathBytes = 160;
-inline constexpr size_t kSlotBytes = 20480;  // the counters need 16640 bytes
+inline constexpr size_t kSlotBytes = 20480;  // the counters need 16672 bytes
 inline constexpr int kSlots = 64;
 inline constexpr size_t kHeaderBytes = 4096;
 
@@ -94,15 +110,15 @@ struct CommSlot {
   uint64_t openedNs;                          // CLOCK_REALTIME when the plugin first met it
   uint64_t closedNs;                          // when it was destroyed (Ended)
   uint32_t symmetric;                         // 1: the symmetric path is on for this communicator
-  uint32_t gpuTimed;                          // 1: the kernels write `gpu` below
+  uint32_t gpuSampling;                       // 0: no `gpu` below; N: one call in N timed (1: all)
   char path[kPathBytes];                      // "symmetric (cc 12.0, link pcie-switch)" or the reason it stays on NCCL
   uint8_t reserved[40];                       //
   uint64_t calls[kRoutes][kBuckets][kModes];  // host: calls by route, size bucket, eager/captured
-  KernelEntry gpu[kKernelKinds][kBuckets];    // the GPU: executions of each kernel kind
+  GpuCounts gpu;                              // the GPU's
 };
 static_assert(offsetof(CommSlot, calls) == 256, "identity in the first 256 bytes");
 static_assert(sizeof(CommSlot) <= kSlotBytes, "a slot fits its room");
-static_assert(offsetof(CommSlot, gpu) % 32 == 0, "kernel entries aligned for 16-byte stores");
+static_assert(offsetof(CommSlot, gpu) % 32 == 0, "the GPU's counts aligned for 16-byte stores");
 
 struct Header {
   char magic[8];            // kMagic, written last: a reader waits for it

@@ -54,6 +54,8 @@ void copyWords(void* to, const void* from, size_t bytes) {
   for (size_t i = 0; i < bytes / 8; ++i) out[i] = loadWord(in + i);
 }
 
+void storeWord(uint64_t* at, uint64_t value) { __atomic_store_n(at, value, __ATOMIC_RELAXED); }
+
 std::string boundedText(const char* field, size_t room) { return std::string(field, strnlen(field, room)); }
 
 // One kernel entry: count read before and after the other three words and equal (the GPU stores count
@@ -85,9 +87,9 @@ bool copySlot(const CommSlot& live, int index, SlotSnapshot* out) {
   for (int attempt = 0; attempt < kCopyAttempts; ++attempt) {
     const uint64_t before = __atomic_load_n(&live.seq, __ATOMIC_ACQUIRE);
     if (before & 1u) continue;
-    copyWords(copy, &live, offsetof(CommSlot, gpu));
+    copyWords(copy, &live, offsetof(CommSlot, gpu.timed));
     for (int k = 0; k < kKernelKinds; ++k)
-      for (int b = 0; b < kBuckets; ++b) copy->gpu[k][b] = copyEntry(live.gpu[k][b]);
+      for (int b = 0; b < kBuckets; ++b) copy->gpu.timed[k][b] = copyEntry(live.gpu.timed[k][b]);
     std::atomic_thread_fence(std::memory_order_acquire);
     if (__atomic_load_n(&live.seq, __ATOMIC_RELAXED) != before) continue;
     if (copy->state == SlotState::Free) return false;
@@ -100,10 +102,10 @@ bool copySlot(const CommSlot& live, int index, SlotSnapshot* out) {
     out->openedNs = copy->openedNs;
     out->closedNs = copy->closedNs;
     out->symmetric = copy->symmetric != 0;
-    out->gpuTimed = copy->gpuTimed != 0;
+    out->gpuSampling = copy->gpuSampling;
     out->path = boundedText(copy->path, kPathBytes);
     std::memcpy(out->calls, copy->calls, sizeof(out->calls));
-    std::memcpy(out->gpu, copy->gpu, sizeof(out->gpu));
+    out->gpu = copy->gpu;
     return true;
   }
   return false;
@@ -160,6 +162,19 @@ std::string_view routeKey(Route r) {
   static_assert(std::size(kKeys) == kRoutes);
   const auto i = static_cast<size_t>(r);
   return i < std::size(kKeys) ? kKeys[i] : "unknown";
+}
+
+void storeGpuCounts(GpuCounts* to, const GpuCounts& from) {
+  for (int a = 0; a < kAlgorithms; ++a) storeWord(&to->runs[a], from.runs[a]);
+  for (int k = 0; k < kKernelKinds; ++k)
+    for (int b = 0; b < kBuckets; ++b) {
+      KernelEntry& e = to->timed[k][b];
+      const KernelEntry& f = from.timed[k][b];
+      storeWord(&e.count, f.count);
+      storeWord(&e.sumNs, f.sumNs);
+      storeWord(&e.minNs, f.minNs);
+      storeWord(&e.maxNs, f.maxNs);
+    }
 }
 
 std::string segmentDirectory(const std::string& dirSetting) {
@@ -297,6 +312,22 @@ uint64_t SlotSnapshot::totalCalls() const {
   uint64_t n = 0;
   for (int r = 0; r < kRoutes; ++r) n += routeCalls(static_cast<Route>(r));
   return n;
+}
+
+uint64_t timedRuns(const GpuCounts& g, int kind) {
+  uint64_t n = 0;
+  for (int b = 0; b < kBuckets; ++b) n += g.timed[kind][b].count;
+  return n;
+}
+
+uint64_t kindRuns(const GpuCounts& g, uint32_t sampling, int kind) {
+  const uint64_t mine = timedRuns(g, kind);
+  if (sampling == 1 || mine == 0) return mine;
+  uint64_t all = 0;
+  for (int k = 0; k < kKernelKinds; ++k)
+    if (algorithmOf(k) == algorithmOf(kind)) all += timedRuns(g, k);
+  const unsigned __int128 share = static_cast<unsigned __int128>(g.runs[algorithmOf(kind)]) * mine;
+  return static_cast<uint64_t>((share + all / 2) / all);
 }
 
 SegmentRead readSegment(const std::string& path) {

@@ -33,7 +33,20 @@ std::optional<SegmentName> parseSegmentFileName(std::string_view name);
 // process exists. With the PID it names one process: a PID reused later has another start time.
 std::optional<uint64_t> processStartTicks(pid_t pid);
 
+// The timed executions of a kernel kind, over every bucket.
+uint64_t timedRuns(const GpuCounts& g, int kind);
+// A kernel kind's executions: with every call timed (`sampling` 1), its timed count; else its
+// algorithm's executions shared among the algorithm's kinds as their timed executions are (exact when
+// one kind of the algorithm ran, as on a communicator whose table picks one variant per algorithm;
+// an estimate otherwise).
+uint64_t kindRuns(const GpuCounts& g, uint32_t sampling, int kind);
+
 // The writer's side: the mapped segment of this process.
+
+// Stores `from` into a slot's GPU counts word by word, each entry's count first, then its time (a
+// reader checks the count before and after its copy of an entry and that its values fit together).
+void storeGpuCounts(GpuCounts* to, const GpuCounts& from);
+
 class WrittenSegment {
  public:
   // A file in `dir` that other processes can read. A file of the same name left by an ended process
@@ -76,10 +89,10 @@ struct SlotSnapshot {
   uint64_t comm = 0;
   uint64_t openedNs = 0, closedNs = 0;
   bool symmetric = false;
-  bool gpuTimed = false;
+  uint32_t gpuSampling = 0;  // CommSlot::gpuSampling
   std::string path;
   uint64_t calls[kRoutes][kBuckets][kModes] = {};
-  KernelEntry gpu[kKernelKinds][kBuckets] = {};
+  GpuCounts gpu = {};
 
   uint64_t routeCalls(Route r) const;  // every bucket, both modes
   uint64_t totalCalls() const;

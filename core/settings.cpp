@@ -63,10 +63,11 @@ constexpr SettingSpec kSpecs[] = {
     {SettingId::StatsDir, "SYMMEM_STATS_DIR", SettingType::Path, "", kNoLimit, kNoLimit, nullptr,
      "Directory of the live statistics file (one per process, mode 0600). Unset: /dev/shm. symmem-stat reads the "
      "same variable."},
-    {SettingId::StatsGpu, "SYMMEM_STATS_GPU", SettingType::Choice, "off", kNoLimit, kNoLimit, "off|count|time",
-     "With SYMMEM_STATS: what the symmetric kernels add themselves, which graph replays need (the host sees a "
-     "captured call once). count: every execution (+0.05-0.07 us per call measured); time: its GPU time too "
-     "(+0.13-0.18 us); off: nothing, the kernels unchanged."},
+    {SettingId::StatsGpu, "SYMMEM_STATS_GPU", SettingType::Choice, "sampled", kNoLimit, kNoLimit, "off|sampled|every",
+     "With SYMMEM_STATS: what the symmetric kernels keep themselves, which graph replays need (the host sees a "
+     "captured call once). sampled: every execution counted per algorithm, and one call in 64 of each kernel and "
+     "size (the first always; a captured one on each replay) timed; every: every call timed; off: nothing. Cost "
+     "per call: docs/live-stats.md."},
 };
 static_assert(std::size(kSpecs) == static_cast<size_t>(SettingId::kCount), "one spec per SettingId");
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Launch wrappers of the all-reduce kernels: the kernels as every call runs them, or their clocked
-// instances where the communicator keeps its statistics (DeviceView::statsOn).
+// instances for a call the communicator times (LaunchOptions::clocked).
 #include "kernels/allreduce_dispatch.cuh"
 
 namespace symmem::kernels {
@@ -9,7 +9,7 @@ namespace {
 cudaError_t launchAllReduce(bool twoShot, const DeviceView& view, const void* send, void* recv, size_t count,
                             DataType dtype, ReduceOp op, SymVariant variant, const LaunchOptions& options,
                             cudaStream_t stream) {
-  if (view.statsOn != 0)
+  if (options.clocked)
     return dispatch::launchAllReduceClocked(twoShot, view, send, recv, count, dtype, op, variant, options, stream);
   return dispatch::launchAllReduceAs<false>(twoShot, view, send, recv, count, dtype, op, variant, options, stream);
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The all-reduce kernels with the kernel clock compiled in (kernel_clock.cuh), launched for
-// communicators that publish their statistics (SYMMEM_STATS_GPU=count or time). A translation unit of
-// their own: the instances compile beside the plain ones, in parallel.
+// The all-reduce kernels with the kernel clock compiled in (kernel_clock.cuh), launched for the calls
+// a communicator that keeps its statistics times (SYMMEM_STATS_GPU). A translation unit of their own:
+// the instances compile beside the plain ones, in parallel.
 #include "kernels/allreduce_dispatch.cuh"
 
 namespace symmem::kernels::dispatch {

@@ -15,6 +15,9 @@ namespace symmem::kernels {
 struct LaunchOptions {
   int maxBlocks = kDefaultMaxBlocks;  // grid cap (launchShape); also view.gridCap
   bool programmatic = true;           // programmatic dependent launch (overlaps the launch with the previous kernel)
+  // The clocked instance (kernel_clock.cuh): the execution counts and times itself into
+  // view.control->stats. Rank-local: both instances speak the same protocol.
+  bool clocked = false;
 };
 
 // The all-reduce kernels, in the variant asked (push, pull, staged: core/sym_variant.h). Unsupported

@@ -110,10 +110,6 @@ struct DeviceView {
   int gridCap;            // no launch of this comm has more blocks (<= kMaxGrid)
   uint32_t costSwitches;  // CostSwitch bits, 0 outside the benchmark
   uint64_t* trace;        // kTraceCalls x kTraceWords, nullptr outside the benchmark
-  // 1: the kernels count their executions into control->stats (kernel_clock.cuh; the clocked
-  // instances run, allreduce_kernels.cu); statsTimed 1: they time them too (%globaltimer).
-  uint32_t statsOn;
-  uint32_t statsTimed;
   // The halves (SymmetricConfig::halves; layout.halves says whether there are any): this rank's half
   // (0 or 1), the other ranks of its half, and each rank's partner, the rank at its position in the
   // other half.

@@ -1,23 +1,26 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// The GPU's own count (and, when asked, time) of every symmetric kernel execution
-// (docs/live-stats.md): what a graph replay never tells the host. Compiled only into the kernels'
-// clocked instances (KernelClock<true>, launched when a communicator keeps statistics,
-// allreduce_kernels_clocked.cu); KernelClock<false>, what every other launch runs, has no code and no
-// register.
+// The GPU's own count and time of a symmetric kernel execution (docs/live-stats.md): what a graph
+// replay never tells the host. Compiled only into the kernels' clocked instances (KernelClock<true>,
+// allreduce_kernels_clocked.cu), which run only for the calls the host picks to time
+// (LaunchOptions::clocked: one in 64 of each kernel kind and size bucket, the first always, or every
+// call); KernelClock<false>, what every other launch runs, has no code and no register. Every
+// execution is counted anyway, at no cost to any kernel: each launch advances its algorithm's round
+// record (round_control.cuh), which the host copies with these entries (symmetric_stats.cpp).
 //
 // Thread 0 of block 0 adds the execution to its communicator's entry for (kernel kind, size bucket)
 // in device memory (DeviceControl::stats) with fire-and-forget atomics (RED) whose results nothing
-// reads: the count at the kernel's entry, before the programmatic wait; when timed, the time from the
-// end of that wait to its last data store (%globaltimer) as sum, min and max, issued before the
-// launch's records advance (closeRound, endLaunch), so that the records' stores and the launch's end
-// overlap them. The entry's address and the start time wait in shared memory: registers are what the
-// two-shot kernels run short of. Nothing here makes the kernel wait for memory.
+// reads: the count at the kernel's entry, before the programmatic wait; the time from the end of that
+// wait to its last data store (%globaltimer) as sum, min and max, issued before the launch's records
+// advance (closeRound, endLaunch), so that the records' stores and the launch's end overlap them. The
+// entry's address and the start time wait in shared memory: registers are what the two-shot kernels
+// run short of. Nothing here makes the kernel wait for memory.
 //
-// What the forms tried cost, 2 ranks on one H200 (docs/live-stats.md, "Cost"): every atomic after the
-// records' stores, +0.12-0.26 us per call; an atomic at the entry whose result the end reads, +0.2;
-// the entry read after the wait and stored at the end (the first form), +0.15-0.19; this form, count
-// +0.05-0.07 us, time +0.13-0.18.
+// What the forms tried cost a clocked execution, 2 ranks on one H200 (docs/live-stats.md, "Cost"):
+// every atomic after the records' stores, +0.12-0.26 us per call; an atomic at the entry whose result
+// the end reads, +0.2; the entry read after the wait and stored at the end (the first form),
+// +0.15-0.19; this form, +0.11-0.18. A clocked instance whose clock never runs still costs the
+// two-shot kernels +0.1 us (code placement), which is why the calls not timed run the plain instances.
 //
 // The host copies the entries out (SymmetricComm::copyKernelStats, from the plugin's publisher thread
 // every 0.1 s, and at teardown): the kernels never touch host memory.
@@ -48,7 +51,7 @@ class KernelClock {
     if (!on_) return;
     RunningEntry* e = &v.control->stats[kind][statsBucket(bytes)];
     atomicAdd(&e->count, 1ull);
-    state().entry = v.statsTimed != 0 ? e : nullptr;
+    state().entry = e;
   }
 
   // After the programmatic wait: the time, to shared memory.
@@ -60,7 +63,6 @@ class KernelClock {
   __device__ __forceinline__ void stop() {
     if (!on_) return;
     RunningEntry* e = state().entry;
-    if (e == nullptr) return;
     const unsigned long long dt = now() - state().t0;
     atomicAdd(&e->sumNs, dt);
     atomicMax(&e->minNsComplement, ~dt);
@@ -69,7 +71,7 @@ class KernelClock {
 
  private:
   struct State {
-    RunningEntry* entry;  // null: count only
+    RunningEntry* entry;
     uint64_t t0;
   };
   static __device__ __forceinline__ State& state() {

@@ -97,22 +97,23 @@ class SymmetricComm {
   // launch-completion event (NCCL 2.32's ncclAllReduceConfig). CudaError when the record fails.
   virtual Status recordEvent(cudaEvent_t event, cudaStream_t stream);
 
-  // From now on every kernel execution of this communicator counts itself on the device
-  // (kernels/kernel_clock.cuh), and `timed`: its GPU time too (count, sum, min, max). The entries
-  // reach the host by copyKernelStats and, at teardown, into `host` (kKernelKinds x kBuckets entries,
-  // plain host memory that outlives this object). Before the first call only (the launches read the
-  // switch unlocked). False, and nothing counted, when the copies' pinned memory or stream cannot be
-  // had. What it costs a call: docs/live-stats.md, "Cost".
-  virtual bool publishKernelStats(stats::KernelEntry* host, bool timed = false) {
+  // From now on one call in `samplePeriod` (a power of two, at most 2^16; 1: every call) of each kernel
+  // kind and size bucket, the first always, runs the clocked kernels, which count and time each of
+  // their executions on the device by kind and bucket (kernels/kernel_clock.cuh); every execution of
+  // each algorithm is counted anyway, by its round records. Both reach the host by copyKernelStats
+  // and, at teardown, into `host` (plain host memory that outlives this object). Before the first call
+  // only. False, and nothing kept, when the copies' pinned memory or stream cannot be had or the
+  // period is not one of those. What it costs a call: docs/live-stats.md, "Cost".
+  virtual bool publishKernelStats(stats::GpuCounts* host, uint32_t samplePeriod) {
     (void)host;
-    (void)timed;
+    (void)samplePeriod;
     return false;
   }
-  // The entries as they stand, copied from the device on a stream of their own (nothing of the
+  // The counts as they stand, copied from the device on a stream of their own (nothing of the
   // application's is waited for), waiting at most boundMs: false when they are not kept, the copy
   // fails, or it does not finish in time (no later copy is tried). Any thread; serialised with
-  // teardown. `to`: kKernelKinds x kBuckets entries.
-  virtual bool copyKernelStats(stats::KernelEntry* to, int64_t boundMs) {
+  // teardown.
+  virtual bool copyKernelStats(stats::GpuCounts* to, int64_t boundMs) {
     (void)to;
     (void)boundMs;
     return false;

@@ -28,8 +28,8 @@ class SymmetricCommImpl final : public SymmetricComm {
 
   Status allReduce(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op, KernelChoice kernel,
                    cudaStream_t stream, bool* captured) override;
-  bool publishKernelStats(stats::KernelEntry* host, bool timed) override;
-  bool copyKernelStats(stats::KernelEntry* to, int64_t boundMs) override;
+  bool publishKernelStats(stats::GpuCounts* host, uint32_t samplePeriod) override;
+  bool copyKernelStats(stats::GpuCounts* to, int64_t boundMs) override;
   void abort() override;
   Status deviceStatus() const override;
   int waitedRank() const override;
@@ -80,14 +80,24 @@ class SymmetricCommImpl final : public SymmetricComm {
   // The kernels' statistics (symmetric_stats.cpp): where teardown leaves them, the pinned memory and
   // stream the copies use, and whether a copy never finished (its memory is then never freed).
   std::mutex statsMutex_;
-  stats::KernelEntry* statsHost_ = nullptr;
-  RunningEntry* statsStaging_ = nullptr;
+  // What a copy brings back: the running entries, then each algorithm's round (block 0's record).
+  struct StatsStaging {
+    RunningEntry entries[stats::kKernelKinds][stats::kBuckets];
+    uint64_t rounds[stats::kAlgorithms];
+  };
+  stats::GpuCounts* statsHost_ = nullptr;
+  StatsStaging* statsStaging_ = nullptr;
+  // Which calls run the clocked kernels: none (0), or one in statsPeriod_ of each kernel kind and size
+  // bucket, the first always (1: every call). The calls are counted under orderMutex_.
+  std::atomic<uint32_t> statsPeriod_{0};
+  uint32_t statsCalls_[stats::kKernelKinds][stats::kBuckets] = {};
+  bool clockThisCall(KernelChoice kernel, uint64_t bytes);
   cudaStream_t statsStream_ = nullptr;
   bool statsStuck_ = false;
   // Teardown, once the kernels have ended: the entries into statsHost_, then the copies' stream and
   // memory freed. False when a copy never finished: the device memory it reads must stay.
   bool finishKernelStats();
-  bool copyLocked(stats::KernelEntry* to, int64_t boundMs);
+  bool copyLocked(stats::GpuCounts* to, int64_t boundMs);
   // Call order (symmetric_order.cpp). serial_ is recorded after every call: by the host after an eager
   // launch, by a record node of the graph after a captured one; every call waits for it first.
   std::mutex orderMutex_;

@@ -29,9 +29,12 @@ constexpr size_t kMaxChains = 16;  // captures of one communicator in progress a
 
 cudaError_t SymmetricCommImpl::launchKernel(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op,
                                             KernelChoice kernel, cudaStream_t stream) {
+  LaunchOptions options = launch_;
+  if (statsPeriod_.load(std::memory_order_relaxed) != 0)
+    options.clocked = clockThisCall(kernel, static_cast<uint64_t>(count) * dataTypeSize(dtype));
   return kernel.algorithm == Algorithm::TwoShot
-             ? launchTwoShot(view_, send, recv, count, dtype, op, kernel.variant, launch_, stream)
-             : launchOneShot(view_, send, recv, count, dtype, op, kernel.variant, launch_, stream);
+             ? launchTwoShot(view_, send, recv, count, dtype, op, kernel.variant, options, stream)
+             : launchOneShot(view_, send, recv, count, dtype, op, kernel.variant, options, stream);
 }
 
 cudaError_t SymmetricCommImpl::launchInCallOrder(const void* send, void* recv, size_t count, DataType dtype,

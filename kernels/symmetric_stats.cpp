@@ -1,6 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// The kernels' statistics on the host: the switch that launches the clocked kernel instances, and
-// the copies of their running entries (DeviceControl::stats, kernel_clock.cuh) out of device memory.
+// The kernels' statistics on the host: which calls run the clocked kernel instances, and the copies
+// of their running entries (DeviceControl::stats, kernel_clock.cuh) and of each algorithm's round
+// (block 0's record: its executions on this rank) out of device memory.
+//
+// Which calls are timed is the host's choice, per call, not the kernels': a clocked instance costs
+// even when its clock does not run (the two-shot kernels +0.1 us per call on one H200: code
+// placement), so the calls not timed run the plain instances, unchanged. One call in the period of
+// each kernel kind and size bucket is timed, the first always, so every size that runs has a time. A
+// captured call is chosen once, at capture: each replay of a graph times the same calls.
 //
 // A copy runs on a stream of this communicator's own (non-blocking: nothing of the application's is
 // ordered with it) into pinned memory, in relaxed capture mode (the application may be capturing a
@@ -9,6 +16,7 @@
 #include <chrono>
 #include <thread>
 
+#include "core/call_stats_segment.h"
 #include "kernels/capture_mode.h"
 #include "kernels/scoped_device.h"
 #include "kernels/symmetric_comm_impl.h"
@@ -19,14 +27,15 @@ namespace {
 constexpr int64_t kTeardownCopyMs = 2000;  // the kernels have ended: the copy is one small transfer
 }  // namespace
 
-bool SymmetricCommImpl::publishKernelStats(stats::KernelEntry* host, bool timed) {
+bool SymmetricCommImpl::publishKernelStats(stats::GpuCounts* host, uint32_t samplePeriod) {
   if (host == nullptr || control_ == nullptr) return false;
+  if (samplePeriod == 0 || samplePeriod > (1u << 16) || (samplePeriod & (samplePeriod - 1)) != 0) return false;
   std::lock_guard<std::mutex> lock(statsMutex_);
   if (statsHost_ != nullptr) return false;  // once
   const RelaxedCaptureScope relaxed;
   const ScopedDevice onDevice(config_.device, ScopedDevice::Switch::WhenOther);
   void* staging = nullptr;
-  if (cudaMallocHost(&staging, sizeof(control_->stats)) != cudaSuccess) {
+  if (cudaMallocHost(&staging, sizeof(StatsStaging)) != cudaSuccess) {
     cudaGetLastError();
     return false;
   }
@@ -36,25 +45,38 @@ bool SymmetricCommImpl::publishKernelStats(stats::KernelEntry* host, bool timed)
     cudaFreeHost(staging);
     return false;
   }
-  statsStaging_ = static_cast<RunningEntry*>(staging);
+  statsStaging_ = static_cast<StatsStaging*>(staging);
   statsStream_ = stream;
   statsHost_ = host;
-  view_.statsTimed = timed ? 1u : 0u;
-  view_.statsOn = 1u;
+  statsPeriod_.store(samplePeriod, std::memory_order_relaxed);
   return true;
 }
 
-bool SymmetricCommImpl::copyKernelStats(stats::KernelEntry* to, int64_t boundMs) {
+bool SymmetricCommImpl::clockThisCall(KernelChoice kernel, uint64_t bytes) {
+  const int kind = stats::kernelKind(kernel.algorithm == Algorithm::TwoShot, static_cast<int>(kernel.variant));
+  uint32_t& calls = statsCalls_[kind][stats::sizeBucket(bytes)];
+  const bool clocked = calls % statsPeriod_.load(std::memory_order_relaxed) == 0;
+  ++calls;
+  return clocked;
+}
+
+bool SymmetricCommImpl::copyKernelStats(stats::GpuCounts* to, int64_t boundMs) {
   std::lock_guard<std::mutex> lock(statsMutex_);
   return copyLocked(to, boundMs);
 }
 
-bool SymmetricCommImpl::copyLocked(stats::KernelEntry* to, int64_t boundMs) {
+bool SymmetricCommImpl::copyLocked(stats::GpuCounts* to, int64_t boundMs) {
   if (to == nullptr || statsStaging_ == nullptr || control_ == nullptr || statsStuck_) return false;
   const RelaxedCaptureScope relaxed;
   const ScopedDevice onDevice(config_.device, ScopedDevice::Switch::WhenOther);
-  if (cudaMemcpyAsync(statsStaging_, control_->stats, sizeof(control_->stats), cudaMemcpyDeviceToHost, statsStream_) !=
-      cudaSuccess) {
+  StatsStaging* s = statsStaging_;
+  // Rounds first: a copy then never shows more timed executions than executions.
+  if (cudaMemcpyAsync(&s->rounds[0], &control_->oneShot[0].round, sizeof(uint64_t), cudaMemcpyDeviceToHost,
+                      statsStream_) != cudaSuccess ||
+      cudaMemcpyAsync(&s->rounds[1], &control_->twoShot[0].round, sizeof(uint64_t), cudaMemcpyDeviceToHost,
+                      statsStream_) != cudaSuccess ||
+      cudaMemcpyAsync(s->entries, control_->stats, sizeof(s->entries), cudaMemcpyDeviceToHost, statsStream_) !=
+          cudaSuccess) {
     cudaGetLastError();
     return false;
   }
@@ -72,8 +94,9 @@ bool SymmetricCommImpl::copyLocked(stats::KernelEntry* to, int64_t boundMs) {
     }
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
-  constexpr int kEntries = stats::kKernelKinds * stats::kBuckets;
-  for (int i = 0; i < kEntries; ++i) to[i] = toKernelEntry(statsStaging_[i]);
+  for (int a = 0; a < stats::kAlgorithms; ++a) to->runs[a] = s->rounds[a];
+  for (int k = 0; k < stats::kKernelKinds; ++k)
+    for (int b = 0; b < stats::kBuckets; ++b) to->timed[k][b] = toKernelEntry(s->entries[k][b]);
   return true;
 }
 
@@ -81,19 +104,8 @@ bool SymmetricCommImpl::finishKernelStats() {
   std::lock_guard<std::mutex> lock(statsMutex_);
   if (statsStaging_ == nullptr) return true;
   if (statsStuck_) return false;
-  constexpr int kEntries = stats::kKernelKinds * stats::kBuckets;
-  stats::KernelEntry last[kEntries];
-  if (copyLocked(last, kTeardownCopyMs)) {
-    // Entry by entry, count first (a reader checks the count before and after its copy and that the
-    // values fit together: core/call_stats_segment.cpp).
-    for (int i = 0; i < kEntries; ++i) {
-      stats::KernelEntry* e = statsHost_ + i;
-      __atomic_store_n(&e->count, last[i].count, __ATOMIC_RELAXED);
-      __atomic_store_n(&e->sumNs, last[i].sumNs, __ATOMIC_RELAXED);
-      __atomic_store_n(&e->minNs, last[i].minNs, __ATOMIC_RELAXED);
-      __atomic_store_n(&e->maxNs, last[i].maxNs, __ATOMIC_RELAXED);
-    }
-  }
+  stats::GpuCounts last;
+  if (copyLocked(&last, kTeardownCopyMs)) stats::storeGpuCounts(statsHost_, last);
   if (statsStuck_) return false;
   const RelaxedCaptureScope relaxed;
   cudaStreamDestroy(statsStream_);

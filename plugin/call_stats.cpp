@@ -70,10 +70,10 @@ CommCounters::CommCounters(CallStats& owner, stats::CommSlot* slot, ncclComm_t c
   }
   beginChange(slot_);
   std::memset(slot_->calls, 0, sizeof(slot_->calls));
-  std::memset(slot_->gpu, 0, sizeof(slot_->gpu));
+  std::memset(&slot_->gpu, 0, sizeof(slot_->gpu));
   slot_->openedNs = realtimeNs();
   slot_->closedNs = 0;
-  slot_->gpuTimed = 0;
+  slot_->gpuSampling = 0;
   endChange(slot_);
   writeSlotIdentity(slot_, stats::SlotState::Live, -1, 0, -1, reinterpret_cast<uint64_t>(comm), false,
                     "not set up yet");
@@ -92,24 +92,16 @@ void CommCounters::describe(int rank, int nRanks, int device, bool symmetric, co
   writeSlotIdentity(slot_, stats::SlotState::Live, rank, nRanks, device, slot_->comm, symmetric, path);
 }
 
-void CommCounters::writeGpu(const stats::KernelEntry* entries) {
+void CommCounters::writeGpu(const stats::GpuCounts& counts) {
   std::lock_guard<std::mutex> lock(owner_.mutex_);
   beginChange(slot_);
-  for (int k = 0; k < stats::kKernelKinds; ++k)
-    for (int b = 0; b < stats::kBuckets; ++b) {
-      const stats::KernelEntry& from = entries[k * stats::kBuckets + b];
-      stats::KernelEntry& to = slot_->gpu[k][b];
-      __atomic_store_n(&to.count, from.count, __ATOMIC_RELAXED);
-      __atomic_store_n(&to.sumNs, from.sumNs, __ATOMIC_RELAXED);
-      __atomic_store_n(&to.minNs, from.minNs, __ATOMIC_RELAXED);
-      __atomic_store_n(&to.maxNs, from.maxNs, __ATOMIC_RELAXED);
-    }
+  stats::storeGpuCounts(&slot_->gpu, counts);
   endChange(slot_);
 }
 
-void CommCounters::markGpuTimed() {
+void CommCounters::markGpuSampling(uint32_t period) {
   beginChange(slot_);
-  slot_->gpuTimed = 1;
+  slot_->gpuSampling = period;
   endChange(slot_);
 }
 
@@ -134,18 +126,21 @@ std::string CommCounters::summary() const {
     std::string part = std::string(stats::routeName(route)) + " " + std::to_string(calls) + " (" + bucketText(lo);
     if (hi != lo) part += " - " + bucketText(hi);
     if (captured != 0) part += ", " + std::to_string(captured) + " captured";
-    if (stats::isSymmetric(route)) {
-      uint64_t runs = 0, sum = 0, max = 0;
+    if (stats::isSymmetric(route) && slot_->gpuSampling != 0) {
+      uint64_t timed = 0, sum = 0, max = 0;
       for (int b = 0; b < stats::kBuckets; ++b) {
-        const stats::KernelEntry& e = slot_->gpu[r][b];
-        runs += e.count;
+        const stats::KernelEntry& e = slot_->gpu.timed[r][b];
+        timed += e.count;
         sum += e.sumNs;
         max = std::max<uint64_t>(max, e.maxNs);
       }
-      // The kernels' own count (SYMMEM_STATS_GPU=count), and with =time their times.
-      if (runs != 0) part += "; GPU " + std::to_string(runs) + " runs";
-      if (runs != 0 && slot_->gpuTimed != 0)
-        part += ", mean " + microseconds(double(sum) / double(runs)) + ", max " + microseconds(double(max));
+      const uint64_t runs = stats::kindRuns(slot_->gpu, slot_->gpuSampling, r);
+      if (timed != 0) {
+        part += "; GPU " + std::to_string(runs) + " runs";
+        if (timed != runs) part += ", " + std::to_string(timed) + " timed:";
+        part += (timed != runs ? " mean " : ", mean ") + microseconds(double(sum) / double(timed)) + ", max " +
+                microseconds(double(max));
+      }
     }
     part += ")";
     parts += (parts.empty() ? "" : "; ") + part;
@@ -178,9 +173,9 @@ CallStats::~CallStats() { publisher_.stop(); }
 std::unique_ptr<StatsPublisher::Registration> CallStats::publishGpu(CommCounters& counters, CopyGpu copy) {
   if (forkedChild_) return nullptr;
   return publisher_.add([&counters, copy = std::move(copy)] {
-    stats::KernelEntry entries[stats::kKernelKinds * stats::kBuckets];
-    if (!copy(entries)) return false;
-    counters.writeGpu(entries);
+    stats::GpuCounts counts;
+    if (!copy(&counts)) return false;
+    counters.writeGpu(counts);
     return true;
   });
 }

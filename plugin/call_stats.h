@@ -43,15 +43,16 @@ class CommCounters {
   }
   // What setup found (rank, ranks, device, the path and why), shown with the counts.
   void describe(int rank, int nRanks, int device, bool symmetric, const std::string& path);
-  // This communicator's kernel entries in its slot (kKernelKinds x kBuckets), where teardown leaves
-  // the kernels' last counts (kernels::SymmetricComm::publishKernelStats).
-  stats::KernelEntry* gpuMirror() const { return &slot_->gpu[0][0]; }
-  void markGpuTimed();
-  // The kernels' entries as just copied from the device, written under the slot's sequence word.
-  void writeGpu(const stats::KernelEntry* entries);
-  // "1234 all-reduces: one-shot push 1200 (8B - 16KiB, 1100 captured; GPU 55000 runs, mean 4.10 us, max
-  // 9.80 us); NCCL (type/op) 34 (8B)": the captured calls are counted once, at capture; the GPU's
-  // runs count every replay (SYMMEM_STATS_GPU=count: the runs without the times).
+  // This communicator's GPU counts in its slot, where teardown leaves the kernels' last counts
+  // (kernels::SymmetricComm::publishKernelStats).
+  stats::GpuCounts* gpuMirror() const { return &slot_->gpu; }
+  // The kernels sample one execution in about `period` (1: every one).
+  void markGpuSampling(uint32_t period);
+  // The kernels' counts as just copied from the device, written under the slot's sequence word.
+  void writeGpu(const stats::GpuCounts& counts);
+  // "1234 all-reduces: one-shot push 1200 (8B - 16KiB, 1100 captured; GPU 55000 runs, 860 timed: mean
+  // 4.10 us, max 9.80 us); NCCL (type/op) 34 (8B)": the captured calls are counted once, at capture;
+  // the GPU's runs count every replay, its times are those of the timed calls.
   std::string summary() const;
   ncclComm_t comm() const { return comm_; }
   const stats::CommSlot& slot() const { return *slot_; }
@@ -76,16 +77,16 @@ class CallStats {
   // lease's own (counted in the header as untracked; said once).
   std::unique_ptr<CommCounters> lease(ncclComm_t comm);
   const stats::WrittenSegment& segment() const { return *segment_; }
-  // What the kernels add themselves (SYMMEM_STATS_GPU): nothing, each execution, or its time too.
-  enum class Gpu { Off, Count, Time };
-  void setGpu(Gpu gpu) { gpu_ = gpu; }
-  Gpu gpu() const { return gpu_; }
+  // What the kernels keep themselves (SYMMEM_STATS_GPU): 0, nothing; else they sample one execution
+  // in about this many (1: every one).
+  void setGpuSampling(uint32_t period) { gpuSampling_ = period; }
+  uint32_t gpuSampling() const { return gpuSampling_; }
 
   // From now on, every kPublishPeriod, `copy` fills the kernels' entries from the device and they are
   // written into `counters`' slot; until the registration is destroyed (before the communicator's
   // kernels are freed). Null when no thread can be had: the counts then reach the slot at teardown.
   static constexpr std::chrono::milliseconds kPublishPeriod{100};
-  using CopyGpu = std::function<bool(stats::KernelEntry* to)>;
+  using CopyGpu = std::function<bool(stats::GpuCounts* to)>;
   std::unique_ptr<StatsPublisher::Registration> publishGpu(CommCounters& counters, CopyGpu copy);
   // At exit, before the CUDA runtime goes: no copy after this returns.
   void stopPublishing() { publisher_.stop(); }
@@ -107,7 +108,7 @@ class CallStats {
 
   std::unique_ptr<stats::WrittenSegment> segment_;
   std::mutex mutex_;  // slots: leases, ends, the publisher's writes
-  Gpu gpu_ = Gpu::Off;
+  uint32_t gpuSampling_ = 0;
   bool forkedChild_ = false;
   StatsPublisher publisher_{kPublishPeriod};
 };

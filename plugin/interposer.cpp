@@ -218,15 +218,12 @@ void Interposer::attachCounters(ncclComm_t comm, CommState& state, int nRanks) {
       path = "NCCL: " + state.why;
     }
     counters->describe(state.rank, nRanks, state.device, state.ready, path);
-    if (state.ready && state.symmetric && stats_->gpu() != CallStats::Gpu::Off) {
-      stats::KernelEntry* mirror = counters->gpuMirror();
-      const bool timed = stats_->gpu() == CallStats::Gpu::Time;
-      if (state.symmetric->publishKernelStats(mirror, timed)) {
-        if (timed) counters->markGpuTimed();
+    if (state.ready && state.symmetric && stats_->gpuSampling() != 0) {
+      if (state.symmetric->publishKernelStats(counters->gpuMirror(), stats_->gpuSampling())) {
+        counters->markGpuSampling(stats_->gpuSampling());
         kernels::SymmetricComm* symmetric = state.symmetric.get();
-        state.publication = stats_->publishGpu(*counters, [symmetric](stats::KernelEntry* to) {
-          return symmetric->copyKernelStats(to, kStatsCopyBoundMs);
-        });
+        state.publication = stats_->publishGpu(
+            *counters, [symmetric](stats::GpuCounts* to) { return symmetric->copyKernelStats(to, kStatsCopyBoundMs); });
       }
     }
     state.counters = std::move(counters);

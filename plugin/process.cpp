@@ -113,10 +113,7 @@ Interposer& Process::interposer() {
     if (settings_.flag(SettingId::Stats) && settings_.flag(SettingId::Enable)) {
       std::unique_ptr<CallStats> stats = CallStats::open(settings_.text(SettingId::StatsDir));
       const std::string& gpu = settings_.text(SettingId::StatsGpu);
-      if (stats)
-        stats->setGpu(gpu == "time"    ? CallStats::Gpu::Time
-                      : gpu == "count" ? CallStats::Gpu::Count
-                                       : CallStats::Gpu::Off);
+      if (stats) stats->setGpuSampling(gpu == "every" ? 1u : gpu == "sampled" ? stats::kDefaultSamplePeriod : 0u);
       interposer_->enableStats(std::move(stats));
     }
     // A forked child calls NCCL through the hooks too: the lock it needs is never inherited held. Its

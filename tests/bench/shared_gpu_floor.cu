@@ -13,11 +13,12 @@
 //                                 small-push-any-ranks] [--trace FILE]
 //                      [--eager-unbounded] [--stats]
 //
-// --stats runs every ordered symmetric row again with the live statistics on: "+stats" as the plugin
-// runs with SYMMEM_STATS_GPU=count (the host counts each call, the kernels their executions), "+stats-timed" as
-// with SYMMEM_STATS_GPU=time (the kernels time them too), "+stats-timed-copied" with a thread copying the
-// kernels' counts off the device every millisecond meanwhile (kernels/kernel_clock.cuh,
-// plugin/stats_publisher.h), so that one run measures them.
+// --stats runs every ordered symmetric row again with the live statistics on: "+stats-sampled" as the
+// plugin runs by default (SYMMEM_STATS_GPU=sampled: the host counts each call, the kernels time one
+// execution in about 64), "+stats-every" as with SYMMEM_STATS_GPU=every (the kernels count and time
+// every execution), "+stats-sampled-copied" with a thread copying the kernels' counts off the device
+// every millisecond meanwhile (kernels/kernel_clock.cuh, plugin/stats_publisher.h), so that one run
+// measures them.
 // --switches runs the earlier forms of the per-call path (SymmetricConfig::costSwitches), so that one
 // binary measures before and after. --trace FILE takes the one-shot push graph rows apart with the
 // kernel's own timestamps (cost_trace.cuh) and writes the means per rank and size to FILE.
@@ -334,11 +335,13 @@ void ncclOneRank(const Options& o) {
   ncclCommDestroy(comm);
 }
 
-// withStats: the live statistics on (the host's counts, the kernels' own; `timed`: their GPU times too).
-// copying: a thread copies every rank's kernel entries off the device every millisecond meanwhile, 100
-// times as often as the plugin's publisher (plugin/stats_publisher.h).
-void symmetric(int n, const Options& o, bool ordered, double emptyGraphUs, double emptyEagerUs, bool withStats,
-               bool timed = false, bool copying = false) {
+// samplePeriod: 0, no statistics; else the live statistics on (the host's counts, the kernels' own,
+// one execution in about samplePeriod timed). copying: a thread copies every rank's GPU counts off the
+// device every millisecond meanwhile, 100 times as often as the plugin's publisher
+// (plugin/stats_publisher.h).
+void symmetric(int n, const Options& o, bool ordered, double emptyGraphUs, double emptyEagerUs,
+               uint32_t samplePeriod = 0, bool copying = false) {
+  const bool withStats = samplePeriod != 0;
   ShmAllGather shm(n, 4096, 60000);
   std::vector<std::unique_ptr<SymmetricComm>> comms(n);
   // With statistics: the plugin's own counters, one lease per rank, as the interposer holds them.
@@ -379,7 +382,7 @@ void symmetric(int n, const Options& o, bool ordered, double emptyGraphUs, doubl
       if (!comms[r]) {
         std::fprintf(stderr, "rank %d: %s\n", r, why.c_str());
         failed += 1;
-      } else if (withStats && !comms[r]->publishKernelStats(counters[r]->gpuMirror(), timed)) {
+      } else if (withStats && !comms[r]->publishKernelStats(counters[r]->gpuMirror(), samplePeriod)) {
         std::fprintf(stderr, "rank %d: the kernels' statistics could not be kept\n", r);
         failed += 1;
       }
@@ -395,8 +398,8 @@ void symmetric(int n, const Options& o, bool ordered, double emptyGraphUs, doubl
   if (copying)
     for (int r = 0; r < n; ++r)
       copies.push_back(publisher.add([&comms, r] {
-        symmem::stats::KernelEntry to[symmem::stats::kKernelKinds * symmem::stats::kBuckets];
-        return comms[r]->copyKernelStats(to, 500);
+        symmem::stats::GpuCounts to;
+        return comms[r]->copyKernelStats(&to, 500);
       }));
   struct Path {
     const char* name;
@@ -421,7 +424,10 @@ void symmetric(int n, const Options& o, bool ordered, double emptyGraphUs, doubl
   };
   for (const Path& p : paths) {
     std::string key = p.name;
-    const char* suffix = !withStats ? "" : copying ? "+stats-timed-copied" : timed ? "+stats-timed" : "+stats";
+    const char* suffix = !withStats          ? ""
+                         : copying           ? "+stats-sampled-copied"
+                         : samplePeriod == 1 ? "+stats-every"
+                                             : "+stats-sampled";
     const std::string name = std::string(p.name) + suffix;
     std::replace(key.begin(), key.end(), ' ', '-');
     if (!o.paths.empty() && ("," + o.paths + ",").find("," + key + ",") == std::string::npos) continue;
@@ -659,11 +665,12 @@ int main(int argc, char** argv) {
     emit({n, "empty-kernel-programmatic", "graph", false, 0, emptyProgrammatic}, emptyGraph.median);
     emit({n, "empty-kernel", "eager", false, 0, emptyEager}, emptyEager.median);
     for (const bool ordered : {true, false}) {
-      symmetric(n, o, ordered, emptyGraph.median, emptyEager.median, false);
+      symmetric(n, o, ordered, emptyGraph.median, emptyEager.median);
       if (ordered && o.stats) {
-        symmetric(n, o, ordered, emptyGraph.median, emptyEager.median, true);
-        symmetric(n, o, ordered, emptyGraph.median, emptyEager.median, true, true);
-        symmetric(n, o, ordered, emptyGraph.median, emptyEager.median, true, true, true);
+        const uint32_t sampled = symmem::stats::kDefaultSamplePeriod;
+        symmetric(n, o, ordered, emptyGraph.median, emptyEager.median, sampled);
+        symmetric(n, o, ordered, emptyGraph.median, emptyEager.median, 1);
+        symmetric(n, o, ordered, emptyGraph.median, emptyEager.median, sampled, true);
       }
     }
   }

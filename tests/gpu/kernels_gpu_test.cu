@@ -616,105 +616,125 @@ TEST(KernelsGpu, CallsOnTwoStreamsRunInOrder) {
   EXPECT_EQ(report, "");
 }
 
-// The GPU's own count and time of every execution (kernels/kernel_clock.cuh), as symmem-stat reads
-// them (copied from the device while the communicator lives, copied into `mirror` at teardown): a
-// graph of 64 calls (32 one-shot push of 4 KiB, 32 two-shot pull of 64 KiB) replayed 50 times
-// is 3,200 executions per rank, each in its kind and size bucket. The sum of the kernels' GPU times
-// cannot exceed the replays' elapsed time (a communicator's calls never overlap), and each time lies
-// between its entry's min and max. Ranks as processes sharing GPU 0 where there is one GPU.
-TEST(KernelsGpu, TheGpuCountsAndTimesEveryExecution) {
+// The GPU's own counts (kernels/kernel_clock.cuh), as symmem-stat reads them (copied from the device
+// while the communicator lives, copied into `mirror` at teardown): a graph of 64 calls (32 one-shot
+// push of 4 KiB, 32 two-shot pull of 64 KiB) replayed 50 times is 1,600 executions of each algorithm
+// per rank, every one counted by the algorithm's round; the calls timed (every one at period 1; at
+// period 64 the first of each kernel and size, captured once and run on each of the 50 replays)
+// counted and timed in their kind and size bucket, each of their executions. The sum of
+// the timed executions' GPU times cannot exceed the replays' elapsed time (a communicator's calls never
+// overlap), and each time lies between its entry's min and max. Ranks as processes sharing GPU 0
+// where there is one GPU.
+TEST(KernelsGpu, TheGpuCountsEveryExecutionAndTimesTheSampledOnes) {
   SKIP_WITHOUT_GPUS(1);
   ShmAllGather shm(2, 4096);
   const std::string report = testing::runForked(2, 240, [&](int rank) {
     RankFailures f{rank};
     RankSetup s = rankOnOwnGpu(rank, shm);
     CUDA_OK(f, cudaSetDevice(s.device));
-    constexpr int kCalls = 64, kReplays = 50;
+    constexpr int kCalls = 64, kReplays = 50, kPerAlgorithm = kCalls / 2 * kReplays;
     constexpr size_t kSmall = 1024, kLarge = 16384;  // floats: 4 KiB and 64 KiB
-    stats::KernelEntry* mirror = nullptr;
-    mirror = static_cast<stats::KernelEntry*>(std::calloc(stats::kKernelKinds * stats::kBuckets, sizeof(*mirror)));
-    std::string why;
-    auto comm = makeComm(s, &why);
-    if (!comm) {
-      f.fail("create failed: %s", why.c_str());
-      return f.count;
+    const int small = stats::kernelKind(false, 0), smallBucket = stats::sizeBucket(4096);
+    const int large = stats::kernelKind(true, 1), largeBucket = stats::sizeBucket(65536);
+    for (const uint32_t period : {1u, 64u}) {
+      auto mirror = std::make_unique<stats::GpuCounts>();
+      std::string why;
+      auto comm = makeComm(s, &why);
+      if (!comm) {
+        f.fail("create failed: %s", why.c_str());
+        return f.count;
+      }
+      RANK_CHECK(f, comm->publishKernelStats(mirror.get(), period), "the kernels' statistics could not be kept");
+      cudaStream_t stream;
+      CUDA_OK(f, cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+      float* buf = nullptr;
+      CUDA_OK(f, cudaMalloc(&buf, kLarge * sizeof(float)));
+      CUDA_OK(f, cudaMemset(buf, 0, kLarge * sizeof(float)));
+      cudaGraph_t graph;
+      CUDA_OK(f, cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+      for (int c = 0; c < kCalls; ++c) {
+        const bool isLarge = c % 2 == 1;
+        bool captured = false;
+        const Status st = comm->allReduce(buf, buf, isLarge ? kLarge : kSmall, DataType::Float32, ReduceOp::Sum,
+                                          isLarge ? KernelChoice(Algorithm::TwoShot, SymVariant::Pull)
+                                                  : KernelChoice(Algorithm::OneShot, SymVariant::Push),
+                                          stream, &captured);
+        RANK_CHECK(f, st == Status::Ok && captured, "call %d: %s, captured %d", c, statusName(st), captured ? 1 : 0);
+      }
+      CUDA_OK(f, cudaStreamEndCapture(stream, &graph));
+      cudaGraphExec_t exec;
+      CUDA_OK(f, cudaGraphInstantiate(&exec, graph, 0));
+      cudaEvent_t begin, end;
+      CUDA_OK(f, cudaEventCreate(&begin));
+      CUDA_OK(f, cudaEventCreate(&end));
+      shm.barrier(rank);
+      CUDA_OK(f, cudaEventRecord(begin, stream));
+      for (int i = 0; i < kReplays; ++i) CUDA_OK(f, cudaGraphLaunch(exec, stream));
+      CUDA_OK(f, cudaEventRecord(end, stream));
+      CUDA_OK(f, cudaStreamSynchronize(stream));
+      float ms = 0;
+      CUDA_OK(f, cudaEventElapsedTime(&ms, begin, end));
+      RANK_CHECK(f, comm->deviceStatus() == Status::Ok, "deviceStatus %s", statusName(comm->deviceStatus()));
+      // While it lives, a copy (what the plugin's publisher thread makes every 0.1 s) has every
+      // execution that has ended; nothing reaches `mirror` before teardown.
+      auto live = std::make_unique<stats::GpuCounts>();
+      RANK_CHECK(f, comm->copyKernelStats(live.get(), 2000), "the live copy failed");
+      RANK_CHECK(f, live->runs[0] == kPerAlgorithm && live->runs[1] == kPerAlgorithm,
+                 "period %u: the live copy shows %llu one-shot and %llu two-shot executions of %d each", period,
+                 static_cast<unsigned long long>(live->runs[0]), static_cast<unsigned long long>(live->runs[1]),
+                 kPerAlgorithm);
+      const uint64_t expected = (kCalls / 2 + period - 1) / period * kReplays;
+      RANK_CHECK(f, live->timed[small][smallBucket].count == expected,
+                 "period %u: the live copy shows %llu one-shot executions timed of %llu", period,
+                 static_cast<unsigned long long>(live->timed[small][smallBucket].count),
+                 static_cast<unsigned long long>(expected));
+      RANK_CHECK(f, mirror->runs[0] == 0 && mirror->timed[small][smallBucket].count == 0,
+                 "the kernels wrote host memory before teardown");
+      shm.barrier(rank);
+      cudaGraphExecDestroy(exec);
+      cudaGraphDestroy(graph);
+      comm.reset();
+      const stats::KernelEntry& oneShot = mirror->timed[small][smallBucket];
+      const stats::KernelEntry& twoShot = mirror->timed[large][largeBucket];
+      uint64_t everywhere = 0, sumNs = 0;
+      for (int k = 0; k < stats::kKernelKinds; ++k)
+        for (int b = 0; b < stats::kBuckets; ++b) {
+          everywhere += mirror->timed[k][b].count;
+          sumNs += mirror->timed[k][b].sumNs;
+        }
+      RANK_CHECK(f, mirror->runs[0] == kPerAlgorithm && mirror->runs[1] == kPerAlgorithm,
+                 "period %u: %llu one-shot and %llu two-shot executions, expected %d each", period,
+                 static_cast<unsigned long long>(mirror->runs[0]), static_cast<unsigned long long>(mirror->runs[1]),
+                 kPerAlgorithm);
+      RANK_CHECK(f, oneShot.count == expected && twoShot.count == expected,
+                 "period %u: one-shot push 4 KiB %llu timed, two-shot pull 64 KiB %llu, expected %llu each", period,
+                 static_cast<unsigned long long>(oneShot.count), static_cast<unsigned long long>(twoShot.count),
+                 static_cast<unsigned long long>(expected));
+      RANK_CHECK(f, everywhere == 2 * expected, "period %u: %llu timed in all, expected %llu", period,
+                 static_cast<unsigned long long>(everywhere), static_cast<unsigned long long>(2 * expected));
+      for (const stats::KernelEntry* e : {&oneShot, &twoShot}) {
+        RANK_CHECK(f, e->minNs > 0 && e->minNs <= e->maxNs, "min %llu max %llu",
+                   static_cast<unsigned long long>(e->minNs), static_cast<unsigned long long>(e->maxNs));
+        RANK_CHECK(f, e->count == 0 || (e->minNs * e->count <= e->sumNs && e->sumNs <= e->maxNs * e->count),
+                   "sum %llu outside count x [min, max]", static_cast<unsigned long long>(e->sumNs));
+      }
+      const double elapsedNs = static_cast<double>(ms) * 1e6;
+      RANK_CHECK(f, static_cast<double>(sumNs) <= elapsedNs * 1.01,
+                 "the kernels' GPU time (%.0f us) exceeds the replays' elapsed time (%.0f us)", sumNs / 1e3,
+                 elapsedNs / 1e3);
+      if (rank == 0 && oneShot.count != 0 && twoShot.count != 0)
+        std::fprintf(stderr,
+                     "[rank 0] period %u: %d executions, %llu timed: one-shot push 4 KiB mean %.2f us (min %.2f, "
+                     "max %.2f); two-shot pull 64 KiB mean %.2f us; replays %.1f us per call elapsed\n",
+                     period, kCalls * kReplays, static_cast<unsigned long long>(everywhere),
+                     oneShot.sumNs / 1e3 / oneShot.count, oneShot.minNs / 1e3, oneShot.maxNs / 1e3,
+                     twoShot.sumNs / 1e3 / twoShot.count, elapsedNs / 1e3 / (kCalls * kReplays));
+      cudaEventDestroy(begin);
+      cudaEventDestroy(end);
+      cudaFree(buf);
+      cudaStreamDestroy(stream);
+      shm.barrier(rank);
     }
-    RANK_CHECK(f, comm->publishKernelStats(mirror, /*timed=*/true), "the kernels' statistics could not be kept");
-    cudaStream_t stream;
-    CUDA_OK(f, cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    float* buf = nullptr;
-    CUDA_OK(f, cudaMalloc(&buf, kLarge * sizeof(float)));
-    CUDA_OK(f, cudaMemset(buf, 0, kLarge * sizeof(float)));
-    cudaGraph_t graph;
-    CUDA_OK(f, cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    for (int c = 0; c < kCalls; ++c) {
-      const bool large = c % 2 == 1;
-      bool captured = false;
-      const Status st = comm->allReduce(buf, buf, large ? kLarge : kSmall, DataType::Float32, ReduceOp::Sum,
-                                        large ? KernelChoice(Algorithm::TwoShot, SymVariant::Pull)
-                                              : KernelChoice(Algorithm::OneShot, SymVariant::Push),
-                                        stream, &captured);
-      RANK_CHECK(f, st == Status::Ok && captured, "call %d: %s, captured %d", c, statusName(st), captured ? 1 : 0);
-    }
-    CUDA_OK(f, cudaStreamEndCapture(stream, &graph));
-    cudaGraphExec_t exec;
-    CUDA_OK(f, cudaGraphInstantiate(&exec, graph, 0));
-    cudaEvent_t begin, end;
-    CUDA_OK(f, cudaEventCreate(&begin));
-    CUDA_OK(f, cudaEventCreate(&end));
-    shm.barrier(rank);
-    CUDA_OK(f, cudaEventRecord(begin, stream));
-    for (int i = 0; i < kReplays; ++i) CUDA_OK(f, cudaGraphLaunch(exec, stream));
-    CUDA_OK(f, cudaEventRecord(end, stream));
-    CUDA_OK(f, cudaStreamSynchronize(stream));
-    float ms = 0;
-    CUDA_OK(f, cudaEventElapsedTime(&ms, begin, end));
-    RANK_CHECK(f, comm->deviceStatus() == Status::Ok, "deviceStatus %s", statusName(comm->deviceStatus()));
-    // While it lives, a copy (what the plugin's publisher thread makes every 0.1 s) has every execution
-    // that has ended; nothing reaches `mirror` before teardown.
-    std::vector<stats::KernelEntry> live(stats::kKernelKinds * stats::kBuckets);
-    RANK_CHECK(f, comm->copyKernelStats(live.data(), 2000), "the live copy failed");
-    const uint64_t liveSmall = live[stats::kernelKind(false, 0) * stats::kBuckets + stats::sizeBucket(4096)].count;
-    RANK_CHECK(f, liveSmall == kCalls / 2 * kReplays, "the live copy shows %llu one-shot executions of %d",
-               static_cast<unsigned long long>(liveSmall), kCalls / 2 * kReplays);
-    RANK_CHECK(f, mirror[stats::kernelKind(false, 0) * stats::kBuckets + stats::sizeBucket(4096)].count == 0,
-               "the kernels wrote host memory before teardown");
-    shm.barrier(rank);
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(graph);
-    comm.reset();
-    const stats::KernelEntry& small = mirror[stats::kernelKind(false, 0) * stats::kBuckets + stats::sizeBucket(4096)];
-    const stats::KernelEntry& large = mirror[stats::kernelKind(true, 1) * stats::kBuckets + stats::sizeBucket(65536)];
-    uint64_t everywhere = 0, sumNs = 0;
-    for (int i = 0; i < stats::kKernelKinds * stats::kBuckets; ++i) {
-      everywhere += mirror[i].count;
-      sumNs += mirror[i].sumNs;
-    }
-    RANK_CHECK(f, small.count == kCalls / 2 * kReplays, "one-shot push 4 KiB: %llu executions, expected %d",
-               static_cast<unsigned long long>(small.count), kCalls / 2 * kReplays);
-    RANK_CHECK(f, large.count == kCalls / 2 * kReplays, "two-shot pull 64 KiB: %llu executions, expected %d",
-               static_cast<unsigned long long>(large.count), kCalls / 2 * kReplays);
-    RANK_CHECK(f, everywhere == kCalls * kReplays, "%llu executions in all, expected %d",
-               static_cast<unsigned long long>(everywhere), kCalls * kReplays);
-    for (const stats::KernelEntry* e : {&small, &large}) {
-      RANK_CHECK(f, e->minNs > 0 && e->minNs <= e->maxNs, "min %llu max %llu",
-                 static_cast<unsigned long long>(e->minNs), static_cast<unsigned long long>(e->maxNs));
-      RANK_CHECK(f, e->count == 0 || (e->minNs * e->count <= e->sumNs && e->sumNs <= e->maxNs * e->count),
-                 "sum %llu outside count x [min, max]", static_cast<unsigned long long>(e->sumNs));
-    }
-    const double elapsedNs = static_cast<double>(ms) * 1e6;
-    RANK_CHECK(f, static_cast<double>(sumNs) <= elapsedNs * 1.01,
-               "the kernels' GPU time (%.0f us) exceeds the replays' elapsed time (%.0f us)", sumNs / 1e3,
-               elapsedNs / 1e3);
-    if (rank == 0)
-      std::fprintf(stderr,
-                   "[rank 0] %d executions: one-shot push 4 KiB mean %.2f us (min %.2f, max %.2f); two-shot pull "
-                   "64 KiB mean %.2f us; replays %.1f us per call elapsed\n",
-                   kCalls * kReplays, small.sumNs / 1e3 / small.count, small.minNs / 1e3, small.maxNs / 1e3,
-                   large.sumNs / 1e3 / large.count, elapsedNs / 1e3 / (kCalls * kReplays));
-    cudaFree(buf);
-    std::free(mirror);
-    cudaStreamDestroy(stream);
     return f.count;
   });
   EXPECT_EQ(report, "");

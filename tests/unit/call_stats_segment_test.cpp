@@ -70,9 +70,10 @@ TEST(CallStatsSegment, WhatIsWrittenIsReadBack) {
   testing::countCalls(seg->slot(0), Route::OneShotPush, 8, false, 5);
   testing::countCalls(seg->slot(0), Route::OneShotPush, 4096, true, 7);
   testing::countCalls(seg->slot(0), Route::NcclTable, 1 << 24, false, 2);
-  testing::storeKernelEntry(&seg->slot(0)->gpu[0][3], 5, 5000, 900, 1200);
+  testing::storeKernelEntry(&seg->slot(0)->gpu.timed[0][3], 5, 5000, 900, 1200);
+  testing::storeWord(&seg->slot(0)->gpu.runs[1], 321);
   SlotIdentity b;
-  b.comm = 0xdef0, b.symmetric = false, b.gpuTimed = false, b.path = "off: a peer has no P2P";
+  b.comm = 0xdef0, b.symmetric = false, b.gpuSampling = 0, b.path = "off: a peer has no P2P";
   testing::claimSlot(seg->slot(5), b);
   testing::countCalls(seg->slot(5), Route::NcclPathOff, 100, false, 3);
   testing::endSlot(seg->slot(5), 2000);
@@ -98,23 +99,25 @@ TEST(CallStatsSegment, WhatIsWrittenIsReadBack) {
   EXPECT_EQ(s.comm, 0xabc0u);
   EXPECT_EQ(s.openedNs, 1000u);
   EXPECT_TRUE(s.symmetric);
-  EXPECT_TRUE(s.gpuTimed);
+  EXPECT_EQ(s.gpuSampling, 1u);
   EXPECT_EQ(s.path, "symmetric (cc 9.0, nvlink)");
   EXPECT_EQ(s.calls[0][3][kEager], 5u);
   EXPECT_EQ(s.calls[0][12][kCaptured], 7u);
   EXPECT_EQ(s.calls[static_cast<int>(Route::NcclTable)][24][kEager], 2u);
   EXPECT_EQ(s.routeCalls(Route::OneShotPush), 12u);
   EXPECT_EQ(s.totalCalls(), 14u);
-  EXPECT_EQ(s.gpu[0][3].count, 5u);
-  EXPECT_EQ(s.gpu[0][3].sumNs, 5000u);
-  EXPECT_EQ(s.gpu[0][3].minNs, 900u);
-  EXPECT_EQ(s.gpu[0][3].maxNs, 1200u);
+  EXPECT_EQ(s.gpu.timed[0][3].count, 5u);
+  EXPECT_EQ(s.gpu.timed[0][3].sumNs, 5000u);
+  EXPECT_EQ(s.gpu.timed[0][3].minNs, 900u);
+  EXPECT_EQ(s.gpu.timed[0][3].maxNs, 1200u);
+  EXPECT_EQ(s.gpu.runs[0], 0u);
+  EXPECT_EQ(s.gpu.runs[1], 321u);
   const SlotSnapshot& e = p.comms[1];
   EXPECT_EQ(e.index, 5);
   EXPECT_EQ(e.state, SlotState::Ended);
   EXPECT_EQ(e.closedNs, 2000u);
   EXPECT_FALSE(e.symmetric);
-  EXPECT_FALSE(e.gpuTimed);
+  EXPECT_EQ(e.gpuSampling, 0u);
   EXPECT_EQ(e.path, "off: a peer has no P2P");
   EXPECT_EQ(e.routeCalls(Route::NcclPathOff), 3u);
   EXPECT_TRUE(writerAlive(p));
@@ -194,16 +197,21 @@ TEST(CallStatsSegment, RefusesAFutureLayout) {
   EXPECT_NE(r.error.find("layout version " + std::to_string(kLayoutVersion + 1)), std::string::npos) << r.error;
 }
 
-// Version 1 had six kernel kinds (no halves): a file of it is another layout, refused by name.
-TEST(CallStatsSegment, RefusesTheLayoutBeforeHalves) {
+// Version 1 had six kernel kinds (no halves), version 2 no sampling and no executions per algorithm:
+// a file of either is another layout, refused by name.
+TEST(CallStatsSegment, RefusesTheEarlierLayouts) {
   StatsDir dir;
   const std::string path = dir.path() + "/x.stats";
-  Header h = validHeader();
-  h.version = 1;
-  writeFile(path, h);
-  const SegmentRead r = readSegment(path);
-  EXPECT_EQ(r.outcome, SegmentRead::Outcome::Refused);
-  EXPECT_NE(r.error.find("layout version 1; this reader knows version 2"), std::string::npos) << r.error;
+  for (const uint32_t version : {1u, 2u}) {
+    Header h = validHeader();
+    h.version = version;
+    writeFile(path, h);
+    const SegmentRead r = readSegment(path);
+    EXPECT_EQ(r.outcome, SegmentRead::Outcome::Refused);
+    EXPECT_NE(r.error.find("layout version " + std::to_string(version) + "; this reader knows version 3"),
+              std::string::npos)
+        << r.error;
+  }
 }
 
 // The symmetric routes are the kernel kinds, in core/sym_variant.h's order within each algorithm: the
@@ -367,7 +375,8 @@ TEST(CallStatsSegment, AReaderNeverSeesATornSlot) {
     for (const auto& route : s.calls)
       for (const auto& bucket : route)
         for (uint64_t c : bucket) whole = whole && c == n;
-    for (const auto& kind : s.gpu)
+    for (uint64_t runs : s.gpu.runs) whole = whole && runs == n;
+    for (const auto& kind : s.gpu.timed)
       for (const KernelEntry& e : kind) whole = whole && e.count == n && e.sumNs == n && e.minNs == n && e.maxNs == n;
     ++copies;
     if (!whole && torn++ == 0) firstTorn = "comm " + std::to_string(n) + ", path '" + s.path + "'";
@@ -379,8 +388,9 @@ TEST(CallStatsSegment, AReaderNeverSeesATornSlot) {
   EXPECT_GT(claims.load(), 1000u) << "the writer hardly ran";
 }
 
-// The GPU's entry, as kernel_clock.cuh stores it ({count, sum}, then {min, max}), copied while it
-// changes: every copy holds a count and the sum of that many executions.
+// A GPU entry as teardown stores it outside the slot's sequence word (storeGpuCounts: word by word,
+// the count first), copied while it changes: every copy holds a count and the sum of that many
+// executions.
 TEST(CallStatsSegment, KernelEntryCopiesAreOneExecutions) {
   StatsDir dir;
   auto seg = create(dir.path());
@@ -388,11 +398,15 @@ TEST(CallStatsSegment, KernelEntryCopiesAreOneExecutions) {
   SlotIdentity id;
   id.comm = 7;
   testing::claimSlot(seg->slot(0), id);
-  KernelEntry* e = &seg->slot(0)->gpu[1][4];
+  GpuCounts* to = &seg->slot(0)->gpu;
   constexpr uint64_t kNs = 1000;
   std::atomic<bool> stop{false};
   std::thread gpu([&] {
-    for (uint64_t n = 1; !stop.load(std::memory_order_relaxed); ++n) testing::storeKernelEntry(e, n, n * kNs, kNs, kNs);
+    GpuCounts counts{};
+    for (uint64_t n = 1; !stop.load(std::memory_order_relaxed); ++n) {
+      counts.timed[1][4] = {n, n * kNs, kNs, kNs};
+      storeGpuCounts(to, counts);
+    }
   });
   int copies = 0, wrong = 0;
   uint64_t last = 0;
@@ -402,7 +416,7 @@ TEST(CallStatsSegment, KernelEntryCopiesAreOneExecutions) {
     const SegmentRead r = readSegment(seg->path());
     ASSERT_EQ(r.outcome, SegmentRead::Outcome::Ok) << r.error;
     ASSERT_EQ(r.snapshot.comms.size(), 1u);
-    const KernelEntry& c = r.snapshot.comms[0].gpu[1][4];
+    const KernelEntry& c = r.snapshot.comms[0].gpu.timed[1][4];
     ++copies;
     if (c.count == 0) continue;
     const bool consistent = c.sumNs == c.count * kNs && c.minNs == kNs && c.maxNs == kNs;

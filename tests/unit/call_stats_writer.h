@@ -21,7 +21,8 @@ struct SlotIdentity {
   int rank = 0, nRanks = 2, device = 0;
   uint64_t comm = 0;
   uint64_t openedNs = 0, closedNs = 0;
-  bool symmetric = true, gpuTimed = true;
+  bool symmetric = true;
+  uint32_t gpuSampling = 1;  // CommSlot::gpuSampling: every execution timed
   std::string path = "symmetric (test)";
 };
 
@@ -48,13 +49,14 @@ inline void claimSlot(stats::CommSlot* s, const SlotIdentity& id, uint64_t fill 
   storeWord(&s->openedNs, id.openedNs);
   storeWord(&s->closedNs, id.closedNs);
   s->symmetric = id.symmetric ? 1 : 0;
-  s->gpuTimed = id.gpuTimed ? 1 : 0;
+  s->gpuSampling = id.gpuSampling;
   std::memset(s->path, 0, sizeof(s->path));
   std::memcpy(s->path, id.path.data(), std::min(id.path.size(), sizeof(s->path) - 1));
   for (auto& route : s->calls)
     for (auto& bucket : route)
       for (uint64_t& c : bucket) storeWord(&c, fill);
-  for (auto& kind : s->gpu)
+  for (uint64_t& runs : s->gpu.runs) storeWord(&runs, fill);
+  for (auto& kind : s->gpu.timed)
     for (stats::KernelEntry& e : kind) {
       storeWord(&e.count, fill);
       storeWord(&e.sumNs, fill);
@@ -78,7 +80,7 @@ inline void countCalls(stats::CommSlot* s, stats::Route r, uint64_t bytes, bool 
   __atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
 }
 
-// An entry as the GPU stores it: {count, sum} in one 16-byte store, then {min, max}.
+// An entry written in two 16-byte stores: {count, sum}, then {min, max}.
 inline void storeKernelEntry(stats::KernelEntry* e, uint64_t count, uint64_t sumNs, uint64_t minNs, uint64_t maxNs) {
   volatile __m128i* to = reinterpret_cast<volatile __m128i*>(e);
   _mm_store_si128(const_cast<__m128i*>(to),

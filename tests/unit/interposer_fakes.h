@@ -146,16 +146,20 @@ class FakeSymmetric : public kernels::SymmetricComm {
     FakeNccl::note("event", event);
     return recordAnswer;
   }
-  // The kernels' own counts (kernels/kernel_clock.cuh) as a device would keep them: gpuRuns executions
-  // of one-shot pull at 16 B, copied out on request (`copies` of them) and into `host` at teardown.
+  // The kernels' own counts (kernels/kernel_clock.cuh) as a device would keep them: gpuRuns one-shot
+  // executions, gpuTimed of them timed as one-shot pull at 16 B (2 us each, 1-3 us), copied out on
+  // request (`copies` of them) and into `host` at teardown. samplePeriod: what the last publish asked.
   static inline std::atomic<uint64_t> gpuRuns{0};
+  static inline std::atomic<uint64_t> gpuTimed{0};
+  static inline std::atomic<uint32_t> samplePeriod{0};
   static inline std::atomic<int> copies{0};
   static inline std::atomic<bool> copyAfterTeardown{false};
-  bool publishKernelStats(stats::KernelEntry* host, bool) override {
+  bool publishKernelStats(stats::GpuCounts* host, uint32_t period) override {
     host_ = host;
+    samplePeriod = period;
     return true;
   }
-  bool copyKernelStats(stats::KernelEntry* to, int64_t) override {
+  bool copyKernelStats(stats::GpuCounts* to, int64_t) override {
     if (tornDown_) copyAfterTeardown = true;
     ++copies;
     fillRuns(to);
@@ -169,15 +173,16 @@ class FakeSymmetric : public kernels::SymmetricComm {
   const kernels::SymmetricConfig& config() const override { return config_; }
 
  private:
-  static void fillRuns(stats::KernelEntry* to) {
-    std::fill(to, to + stats::kKernelKinds * stats::kBuckets, stats::KernelEntry{});
-    const uint64_t n = gpuRuns;
-    to[stats::kernelKind(false, static_cast<int>(SymVariant::Pull)) * stats::kBuckets + stats::sizeBucket(16)] = {
-        n, n * 2000, 1000, 3000};
+  static void fillRuns(stats::GpuCounts* to) {
+    *to = stats::GpuCounts{};
+    to->runs[0] = gpuRuns;
+    const uint64_t n = gpuTimed;
+    to->timed[stats::kernelKind(false, static_cast<int>(SymVariant::Pull))][stats::sizeBucket(16)] = {n, n * 2000, 1000,
+                                                                                                      3000};
   }
   ncclComm_t comm_;
   kernels::SymmetricConfig config_;
-  stats::KernelEntry* host_ = nullptr;
+  stats::GpuCounts* host_ = nullptr;
   std::atomic<bool> tornDown_{false};
 };
 
@@ -199,6 +204,8 @@ class InterposerTest : public ::testing::Test {
     FakeSymmetric::aborted = 0;
     FakeSymmetric::device = kernels::Status::Ok;
     FakeSymmetric::gpuRuns = 0;
+    FakeSymmetric::gpuTimed = 0;
+    FakeSymmetric::samplePeriod = 0;
     FakeSymmetric::copies = 0;
     FakeSymmetric::copyAfterTeardown = false;
     nccl = FakeNccl::table();

@@ -20,9 +20,10 @@ using stats::Route;
 
 class InterposerStatsTest : public InterposerTest {
  protected:
-  static void count(Interposer& ip, CallStats::Gpu gpu = CallStats::Gpu::Off) {
+  // samplePeriod: what SYMMEM_STATS_GPU asks of the kernels (0: off, 64: sampled, 1: every).
+  static void count(Interposer& ip, uint32_t samplePeriod = 0) {
     auto callStats = std::make_unique<CallStats>(stats::WrittenSegment::createPrivate("test", "0"));
-    callStats->setGpu(gpu);
+    callStats->setGpuSampling(samplePeriod);
     ip.enableStats(std::move(callStats));
   }
   // INFO lines said from now on.
@@ -177,50 +178,73 @@ TEST_F(InterposerStatsTest, DestroySaysTheSummaryAndLeavesTheSlotEndedForReaders
 
 // The kernels' own counts (SYMMEM_STATS_GPU) reach the communicator's slot while it lives, by the
 // publisher thread's copies every 0.1 s, and once more at teardown; no copy runs once teardown begins.
+// (SYMMEM_STATS_GPU=sampled, the default): every execution counted, one in about 64 timed.
 TEST_F(InterposerStatsTest, TheKernelsCountsReachTheSlotWhileTheCommunicatorLives) {
   keepInfo();
   Interposer ip = make(true);
-  count(ip, CallStats::Gpu::Time);
+  count(ip, stats::kDefaultSamplePeriod);
   ncclComm_t comm = fakeComm(0x7400, 4);
   FakeSymmetric::gpuRuns = 42;
+  FakeSymmetric::gpuTimed = 1;
   ip.allReduce(buf, buf, 8, ncclBfloat16, ncclSum, comm, nullptr);
+  EXPECT_EQ(FakeSymmetric::samplePeriod, 64u);
   const stats::CommSlot* s = slotOf(ip, comm);
   ASSERT_NE(s, nullptr);
-  EXPECT_EQ(s->gpuTimed, 1u);
+  EXPECT_EQ(s->gpuSampling, 64u);
   const stats::KernelEntry& e =
-      s->gpu[stats::kernelKind(false, static_cast<int>(SymVariant::Pull))][stats::sizeBucket(16)];
+      s->gpu.timed[stats::kernelKind(false, static_cast<int>(SymVariant::Pull))][stats::sizeBucket(16)];
   auto waitFor = [&](uint64_t runs) {
-    for (int i = 0; i < 300 && __atomic_load_n(&e.count, __ATOMIC_RELAXED) != runs; ++i)
+    for (int i = 0; i < 300 && __atomic_load_n(&s->gpu.runs[0], __ATOMIC_RELAXED) != runs; ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    return __atomic_load_n(&e.count, __ATOMIC_RELAXED);
+    return __atomic_load_n(&s->gpu.runs[0], __ATOMIC_RELAXED);
   };
   EXPECT_EQ(waitFor(42), 42u) << "the first copy within 3 s";
+  FakeSymmetric::gpuTimed = 16;
   FakeSymmetric::gpuRuns = 1000;  // replays the host never saw
   EXPECT_EQ(waitFor(1000), 1000u) << "a later copy within 3 s";
-  EXPECT_EQ(e.sumNs, 2000000u);
+  EXPECT_EQ(e.count, 16u);
+  EXPECT_EQ(e.sumNs, 32000u);
   FakeSymmetric::gpuRuns = 1001;
   EXPECT_EQ(ip.commDestroy(comm), ncclSuccess);
-  EXPECT_EQ(e.count, 1001u) << "teardown's own copy";
+  EXPECT_EQ(s->gpu.runs[0], 1001u) << "teardown's own copy";
   const int copies = FakeSymmetric::copies;
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_EQ(FakeSymmetric::copies, copies) << "copies after the communicator was destroyed";
   EXPECT_FALSE(FakeSymmetric::copyAfterTeardown);
-  EXPECT_TRUE(saidInfo("GPU 1001 runs, mean 2.00 us, max 3.00 us"))
-      << "the summary line at destroy names the kernels' runs";
+  EXPECT_TRUE(saidInfo("one-shot pull 1 (16B; GPU 1001 runs, 16 timed: mean 2.00 us, max 3.00 us)"))
+      << "the summary line at destroy names the kernels' runs and the sampled times";
 }
 
-// With SYMMEM_STATS_GPU=count the summary line has the kernels' runs without times.
-TEST_F(InterposerStatsTest, CountedButUntimedKernelsShowTheirRunsOnly) {
+// With SYMMEM_STATS_GPU=every each execution is timed: the summary line says so without a sample count.
+TEST_F(InterposerStatsTest, EveryExecutionTimedShowsTheRunsAndTheirTimes) {
   keepInfo();
   Interposer ip = make(true);
-  count(ip, CallStats::Gpu::Count);
+  count(ip, 1);
   ncclComm_t comm = fakeComm(0x7500, 4);
   FakeSymmetric::gpuRuns = 7;
+  FakeSymmetric::gpuTimed = 7;
   ip.allReduce(buf, buf, 8, ncclBfloat16, ncclSum, comm, nullptr);
-  EXPECT_EQ(slotOf(ip, comm)->gpuTimed, 0u);
+  EXPECT_EQ(FakeSymmetric::samplePeriod, 1u);
+  EXPECT_EQ(slotOf(ip, comm)->gpuSampling, 1u);
   EXPECT_EQ(ip.commDestroy(comm), ncclSuccess);
-  EXPECT_TRUE(saidInfo("one-shot pull 1 (16B; GPU 7 runs)"))
-      << "the summary line at destroy names the runs, without times";
+  EXPECT_TRUE(saidInfo("one-shot pull 1 (16B; GPU 7 runs, mean 2.00 us, max 3.00 us)"))
+      << "the summary line at destroy names the runs and their times";
+}
+
+// With SYMMEM_STATS_GPU=off the kernels keep nothing: no publication, no GPU part in the summary.
+TEST_F(InterposerStatsTest, KernelsThatKeepNothingShowNoGpuPart) {
+  keepInfo();
+  Interposer ip = make(true);
+  count(ip, 0);
+  ncclComm_t comm = fakeComm(0x7600, 4);
+  FakeSymmetric::samplePeriod = 99;
+  FakeSymmetric::gpuRuns = 7;
+  FakeSymmetric::gpuTimed = 7;
+  ip.allReduce(buf, buf, 8, ncclBfloat16, ncclSum, comm, nullptr);
+  EXPECT_EQ(FakeSymmetric::samplePeriod, 99u) << "nothing was published";
+  EXPECT_EQ(slotOf(ip, comm)->gpuSampling, 0u);
+  EXPECT_EQ(ip.commDestroy(comm), ncclSuccess);
+  EXPECT_TRUE(saidInfo("one-shot pull 1 (16B)")) << "the summary line has no GPU part";
 }
 
 TEST_F(InterposerStatsTest, AtExitEachLiveCommunicatorIsSummedUp) {

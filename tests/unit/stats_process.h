@@ -44,14 +44,15 @@ class StatsWritingProcess {
       countCalls(seg->slot(0), stats::Route::OneShotPush, 8, false, 7);
       countCalls(seg->slot(0), stats::Route::OneShotPush, 4096, true, 5);
       countCalls(seg->slot(0), stats::Route::NcclTuned, 1 << 20, false, 3);
-      storeKernelEntry(&seg->slot(0)->gpu[0][3], 7, 7 * 2000, 1500, 2500);
-      storeKernelEntry(&seg->slot(0)->gpu[0][12], 5, 5 * 6000, 5000, 7000);
+      storeKernelEntry(&seg->slot(0)->gpu.timed[0][3], 7, 7 * 2000, 1500, 2500);
+      storeKernelEntry(&seg->slot(0)->gpu.timed[0][12], 5, 5 * 6000, 5000, 7000);
+      storeWord(&seg->slot(0)->gpu.runs[0], 12);
       SlotIdentity b;
       b.comm = 0xb2;
       b.rank = 1;
       b.nRanks = 4;
       b.symmetric = false;
-      b.gpuTimed = false;
+      b.gpuSampling = 0;
       b.path = "NCCL: a peer has no P2P access";
       b.openedNs = a.openedNs;
       claimSlot(seg->slot(1), b);

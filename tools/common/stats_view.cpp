@@ -146,17 +146,17 @@ std::vector<CommFigures> commFigures(const ProcessSnapshot& now, const ProcessSn
       if (f.calls == 0) continue;
       const uint64_t counted = f.calls - (earlier != nullptr ? earlier->routeCalls(route) : 0);
       if (c.rateSeconds > 0) f.perSecond = static_cast<double>(counted) / c.rateSeconds;
-      if (stats::isSymmetric(route)) {
-        uint64_t before = 0;
+      if (stats::isSymmetric(route) && s.gpuSampling != 0) {
         for (int b = 0; b < stats::kBuckets; ++b) {
-          if (earlier != nullptr) before += earlier->gpu[ri][b].count;
-          const stats::KernelEntry& e = s.gpu[ri][b];
+          const stats::KernelEntry& e = s.gpu.timed[ri][b];
           if (e.count == 0) continue;
-          f.gpuMinNs = f.gpuExecutions == 0 ? e.minNs : std::min(f.gpuMinNs, e.minNs);
+          f.gpuMinNs = f.gpuTimed == 0 ? e.minNs : std::min(f.gpuMinNs, e.minNs);
           f.gpuMaxNs = std::max(f.gpuMaxNs, e.maxNs);
-          f.gpuExecutions += e.count;
+          f.gpuTimed += e.count;
           f.gpuSumNs += e.sumNs;
         }
+        f.gpuExecutions = stats::kindRuns(s.gpu, s.gpuSampling, ri);
+        const uint64_t before = earlier != nullptr ? stats::kindRuns(earlier->gpu, earlier->gpuSampling, ri) : 0;
         if (f.gpuExecutions != 0 && c.rateSeconds > 0 && f.gpuExecutions >= before)
           f.gpuPerSecond = static_cast<double>(f.gpuExecutions - before) / c.rateSeconds;
       }
@@ -200,8 +200,8 @@ std::vector<std::string> statsTableRows(const std::vector<ProcessSnapshot>& now,
         cols[7] = sizesText(r);
         cols[8] = modeShare(r);
         if (!ended) cols[9] = r.gpuPerSecond ? fixed(*r.gpuPerSecond, 1) : "-";
-        const bool timed = s.gpuTimed && r.gpuExecutions > 0;
-        cols[10] = timed ? fixed(static_cast<double>(r.gpuSumNs) / static_cast<double>(r.gpuExecutions) / 1e3, 1) : "-";
+        const bool timed = r.gpuTimed > 0;
+        cols[10] = timed ? fixed(static_cast<double>(r.gpuSumNs) / static_cast<double>(r.gpuTimed) / 1e3, 1) : "-";
         cols[11] = timed ? fixed(static_cast<double>(r.gpuMaxNs) / 1e3, 1) : "-";
         rows.push_back(tableLine(" ", cols));
       }
@@ -273,7 +273,10 @@ std::string statsJson(const std::vector<ProcessSnapshot>& now, const std::vector
         j.null();
       }
       j.key("symmetric").value(s.symmetric);
-      j.key("gpu_timed").value(s.gpuTimed);
+      j.key("gpu_sampling").value(static_cast<uint64_t>(s.gpuSampling));
+      j.key("gpu_runs").beginObject();
+      j.key("one_shot").value(s.gpu.runs[0]).key("two_shot").value(s.gpu.runs[1]);
+      j.endObject();
       j.key("path").value(s.path);
       j.key("calls").value(s.totalCalls());
       j.key("rates_over_s").value(c.rateSeconds, 3);
@@ -301,15 +304,15 @@ std::string statsJson(const std::vector<ProcessSnapshot>& now, const std::vector
       j.endObject();
       j.key("kernels").beginObject();
       for (const RouteFigures& r : c.routes) {
-        if (r.gpuExecutions == 0) continue;
+        if (r.gpuExecutions == 0 && r.gpuTimed == 0) continue;
         const int ri = static_cast<int>(r.route);
         j.key(stats::routeKey(r.route)).beginObject();
-        j.key("executions").value(r.gpuExecutions).key("sum_ns").value(r.gpuSumNs);
-        j.key("executions_per_s").value(r.gpuPerSecond, 3);
+        j.key("executions").value(r.gpuExecutions).key("executions_per_s").value(r.gpuPerSecond, 3);
+        j.key("timed").value(r.gpuTimed).key("sum_ns").value(r.gpuSumNs);
         j.key("min_ns").value(r.gpuMinNs).key("max_ns").value(r.gpuMaxNs);
         j.key("buckets").beginArray();
         for (int b = 0; b < stats::kBuckets; ++b) {
-          const stats::KernelEntry& e = s.gpu[ri][b];
+          const stats::KernelEntry& e = s.gpu.timed[ri][b];
           if (e.count == 0) continue;
           j.beginObject().key("bucket").value(b).key("le_bytes");
           if (const uint64_t upper = stats::bucketUpperBytes(b); upper != 0) {
@@ -393,8 +396,9 @@ std::string statsPrometheus(const std::vector<ProcessSnapshot>& now) {
     std::string (*value)(const stats::KernelEntry&);
   };
   const KernelFamily kernels[] = {
-      {"nccl_symmem_kernel_executions_total", "counter",
-       "Executions of a symmetric kernel the GPU counted, by communicator, kernel (route) and size bucket.",
+      {"nccl_symmem_kernel_timed_executions_total", "counter",
+       "Executions of a symmetric kernel the GPU timed (one call in 64 of each kernel and size, the first always; "
+       "all with SYMMEM_STATS_GPU=every), by communicator, kernel (route) and size bucket.",
        [](const stats::KernelEntry& e) { return std::to_string(e.count); }},
       {"nccl_symmem_kernel_seconds_total", "counter",
        "GPU time of those executions: block 0, from the end of its wait for the previous kernel to its last "
@@ -412,7 +416,7 @@ std::string statsPrometheus(const std::vector<ProcessSnapshot>& now) {
         const std::string id = identityLabels(p, s);
         for (int kind = 0; kind < stats::kKernelKinds; ++kind) {
           for (int b = 0; b < stats::kBuckets; ++b) {
-            const stats::KernelEntry& e = s.gpu[kind][b];
+            const stats::KernelEntry& e = s.gpu.timed[kind][b];
             if (e.count == 0) continue;
             out += std::string(k.name) + "{" + id + ",route=\"" +
                    std::string(stats::routeKey(static_cast<Route>(kind))) + "\",bucket_le_bytes=\"" + bucketLeLabel(b) +
@@ -420,6 +424,18 @@ std::string statsPrometheus(const std::vector<ProcessSnapshot>& now) {
           }
         }
       }
+    }
+  }
+  family("nccl_symmem_gpu_executions_total", "counter",
+         "Executions of the symmetric kernels of each algorithm the GPU counted, graph replays included, by "
+         "communicator and algorithm.");
+  for (const ProcessSnapshot& p : now) {
+    for (const SlotSnapshot& s : p.comms) {
+      if (s.gpuSampling == 0) continue;
+      const std::string id = identityLabels(p, s);
+      for (int a = 0; a < stats::kAlgorithms; ++a)
+        out += "nccl_symmem_gpu_executions_total{" + id + ",algorithm=\"" + (a == 0 ? "one_shot" : "two_shot") +
+               "\"} " + std::to_string(s.gpu.runs[a]) + "\n";
     }
   }
   family("nccl_symmem_untracked_communicators", "gauge",

@@ -31,11 +31,13 @@ struct RouteFigures {
   uint64_t calls = 0, eager = 0, captured = 0;
   int smallest = -1, largest = -1;  // the size buckets with calls
   std::optional<double> perSecond;  // nullopt: no time passed to measure a rate over
-  // The GPU's own figures of this route's kernel, summed over the size buckets (symmetric routes),
-  // and its executions per second over the same time as perSecond: graph replays, which the host's
-  // counts never see, are in it (nullopt: the GPU does not count).
-  uint64_t gpuExecutions = 0, gpuSumNs = 0, gpuMinNs = 0, gpuMaxNs = 0;
+  // The GPU's own figures of this route's kernel (symmetric routes): its executions
+  // (stats::kindRuns) and their number per second over the same time as perSecond, graph replays
+  // included, which the host's counts never see (nullopt: the GPU does not count); and, summed over
+  // the size buckets, the timed executions and their time.
+  uint64_t gpuExecutions = 0;
   std::optional<double> gpuPerSecond;
+  uint64_t gpuTimed = 0, gpuSumNs = 0, gpuMinNs = 0, gpuMaxNs = 0;
 };
 
 struct CommFigures {

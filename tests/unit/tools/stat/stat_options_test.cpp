@@ -73,7 +73,7 @@ TEST(StatOptions, Mistakes) {
   EXPECT_FALSE(parse({"--dir", ""}).ok());
   EXPECT_TRUE(parse({"--json", "--help"}).options.help);
   EXPECT_TRUE(parse({"--version"}).options.version);
-  EXPECT_NE(statVersionText().find("statistics layout 2"), std::string::npos);
+  EXPECT_NE(statVersionText().find("statistics layout 3"), std::string::npos);
 }
 
 }  // namespace

@@ -105,7 +105,7 @@ TEST(StatTool, Json) {
   ASSERT_EQ(r.exitCode, 0) << r.out;
   ASSERT_EQ(lines(r.out).size(), 1u) << "one document on one line: " << r.out;
   const JsonValue doc = JsonReader::parse(r.out);
-  EXPECT_EQ(doc["layout_version"].u64(), 2u);
+  EXPECT_EQ(doc["layout_version"].u64(), 3u);
   ASSERT_EQ(doc["processes"].items.size(), 1u);
   const JsonValue& proc = doc["processes"][0];
   EXPECT_EQ(proc["pid"].u64(), static_cast<uint64_t>(p.pid()));
@@ -135,7 +135,11 @@ TEST(StatTool, Json) {
   EXPECT_EQ(push["buckets"][1]["captured"].u64(), 5u);
   EXPECT_EQ(c["routes"]["nccl_tuned"]["calls"].u64(), 3u);
   const JsonValue& k = c["kernels"]["one_shot_push"];
+  EXPECT_EQ(c["gpu_sampling"].u64(), 1u);
+  EXPECT_EQ(c["gpu_runs"]["one_shot"].u64(), 12u);
+  EXPECT_EQ(c["gpu_runs"]["two_shot"].u64(), 0u);
   EXPECT_EQ(k["executions"].u64(), 12u);
+  EXPECT_EQ(k["timed"].u64(), 12u);
   EXPECT_EQ(k["sum_ns"].u64(), 44000u);
   EXPECT_EQ(k["min_ns"].u64(), 1500u);
   EXPECT_EQ(k["max_ns"].u64(), 7000u);
@@ -181,8 +185,10 @@ TEST(StatTool, Prometheus) {
       {"nccl_symmem_calls_total{" + a + ",route=\"one_shot_push\",bucket_le_bytes=\"4096\",mode=\"captured\"}", "5"},
       {"nccl_symmem_calls_total{" + a + ",route=\"nccl_tuned\",bucket_le_bytes=\"1048576\",mode=\"eager\"}", "3"},
       {"nccl_symmem_calls_total{" + b + ",route=\"nccl_path_off\",bucket_le_bytes=\"128\",mode=\"eager\"}", "4"},
-      {"nccl_symmem_kernel_executions_total{" + a + ",route=\"one_shot_push\",bucket_le_bytes=\"8\"}", "7"},
-      {"nccl_symmem_kernel_executions_total{" + a + ",route=\"one_shot_push\",bucket_le_bytes=\"4096\"}", "5"},
+      {"nccl_symmem_kernel_timed_executions_total{" + a + ",route=\"one_shot_push\",bucket_le_bytes=\"8\"}", "7"},
+      {"nccl_symmem_kernel_timed_executions_total{" + a + ",route=\"one_shot_push\",bucket_le_bytes=\"4096\"}", "5"},
+      {"nccl_symmem_gpu_executions_total{" + a + ",algorithm=\"one_shot\"}", "12"},
+      {"nccl_symmem_gpu_executions_total{" + a + ",algorithm=\"two_shot\"}", "0"},
       {"nccl_symmem_kernel_seconds_total{" + a + ",route=\"one_shot_push\",bucket_le_bytes=\"8\"}", "0.000014"},
       {"nccl_symmem_kernel_seconds_total{" + a + ",route=\"one_shot_push\",bucket_le_bytes=\"4096\"}", "0.00003"},
       {"nccl_symmem_kernel_max_seconds{" + a + ",route=\"one_shot_push\",bucket_le_bytes=\"8\"}", "0.0000025"},
@@ -249,13 +255,13 @@ TEST(StatTool, AFileOfAnotherLayoutIsSkipped) {
   std::ofstream(path, std::ios::binary) << bytes;
   auto r = stat("--dir '" + dir.path() + "' --once");
   EXPECT_EQ(r.exitCode, 1) << "nothing could be read: " << r.out;
-  EXPECT_TRUE(r.has("symmem-stat: skipped " + path + ": layout version 3; this reader knows version 2")) << r.out;
+  EXPECT_TRUE(r.has("symmem-stat: skipped " + path + ": layout version 4; this reader knows version 3")) << r.out;
   EXPECT_TRUE(exists(path)) << "a refused file is left alone";
   testing::StatsWritingProcess p(dir.path());
   ASSERT_TRUE(p.ready());
   r = stat("--dir '" + dir.path() + "' --once");
   EXPECT_EQ(r.exitCode, 0) << "one process read: " << r.out;
-  EXPECT_TRUE(r.has("layout version 3")) << r.out;
+  EXPECT_TRUE(r.has("layout version 4")) << r.out;
   EXPECT_EQ(linesWith(r.out, " stat-child ").size(), 3u) << r.out;
 }
 
@@ -274,7 +280,7 @@ TEST(StatTool, NoProcess) {
   EXPECT_TRUE(r.has("cannot read " + dir.path() + "/missing")) << r.out;
   r = stat("--dir '" + dir.path() + "' --json");
   EXPECT_EQ(r.exitCode, 0) << r.out;
-  EXPECT_TRUE(r.has(R"({"layout_version":2,"processes":[],"notes":[]})")) << r.out;
+  EXPECT_TRUE(r.has(R"({"layout_version":3,"processes":[],"notes":[]})")) << r.out;
 }
 
 TEST(StatTool, EndsQuietlyWhenItsReaderGoes) {

@@ -28,7 +28,7 @@ SlotSnapshot comm(int index, uint64_t id, uint64_t openedNs) {
   s.comm = id;
   s.openedNs = openedNs;
   s.symmetric = true;
-  s.gpuTimed = true;
+  s.gpuSampling = 1;
   s.path = "symmetric (cc 9.0, link nvlink)";
   return s;
 }
@@ -56,8 +56,9 @@ ProcessSnapshot sample(uint64_t at, uint64_t scale) {
   calls(s, Route::OneShotPush, 3, stats::kEager) = 30 * scale;
   calls(s, Route::OneShotPush, 14, stats::kCaptured) = 10 * scale;
   calls(s, Route::NcclTable, 20, stats::kEager) = 4 * scale;
-  s.gpu[0][3] = {30 * scale, 30 * scale * 4000, 3500, 9800};
-  s.gpu[0][14] = {10 * scale, 10 * scale * 12000, 11000, 15500};
+  s.gpu.timed[0][3] = {30 * scale, 30 * scale * 4000, 3500, 9800};
+  s.gpu.timed[0][14] = {10 * scale, 10 * scale * 12000, 11000, 15500};
+  s.gpu.runs[0] = 40 * scale;
   p.comms.push_back(s);
   return p;
 }
@@ -122,9 +123,9 @@ TEST(StatsView, EndedUncountedAndUntimedCommunicators) {
   SlotSnapshot ended = comm(2, 0xbeef, 100 * kSecond);
   ended.state = stats::SlotState::Ended;
   ended.closedNs = 150 * kSecond;
-  ended.gpuTimed = false;
+  ended.gpuSampling = 0;
   calls(ended, Route::TwoShotPull, 31, stats::kCaptured) = 5;
-  ended.gpu[4][31] = {5, 5000, 1000, 1000};  // not timed: not shown
+  ended.gpu.timed[4][31] = {5, 5000, 1000, 1000};  // the kernels kept nothing: not shown
   p.comms.push_back(ended);
   SlotSnapshot idle = comm(3, 0xcafe, 199 * kSecond);
   idle.symmetric = false;
@@ -177,23 +178,25 @@ TEST(StatsView, Json) {
   now[0].comms[0].path = "symmetric \"quoted\"";
   EXPECT_EQ(
       statsJson(now, before, {"pid 9 ended without removing its statistics file x (removed)"}),
-      R"({"layout_version":2,"processes":[{"pid":4242,"program":"python3","uid":1000,"start_ticks":777,)"
+      R"({"layout_version":3,"processes":[{"pid":4242,"program":"python3","uid":1000,"start_ticks":777,)"
       R"("plugin_version":"0.1.0","file":"/dev/shm/nccl-symmem-1000-4242.stats","created_ns":10000000000,)"
       R"("taken_ns":106000000000,"untracked_communicators":0,"communicators":[{"slot":0,"comm":"0x7f00aa00",)"
       R"("state":"live","rank":1,"nranks":2,"device":0,"opened_ns":100000000000,"closed_ns":null,"symmetric":true,)"
-      R"("gpu_timed":true,"path":"symmetric \"quoted\"","calls":132,"rates_over_s":2,)"
+      R"("gpu_sampling":1,"gpu_runs":{"one_shot":120,"two_shot":0},"path":"symmetric \"quoted\"","calls":132,)"
+      R"("rates_over_s":2,)"
       R"("rates_since":"previous_snapshot","routes":{"one_shot_push":{"calls":120,"eager":90,"captured":30,)"
       R"("calls_per_s":40,"buckets":[{"bucket":3,"le_bytes":8,"eager":90,"captured":0},)"
       R"({"bucket":14,"le_bytes":16384,"eager":0,"captured":30}]},"nccl_table":{"calls":12,"eager":12,)"
       R"("captured":0,"calls_per_s":4,"buckets":[{"bucket":20,"le_bytes":1048576,"eager":12,"captured":0}]}},)"
-      R"("kernels":{"one_shot_push":{"executions":120,"sum_ns":720000,"executions_per_s":40,"min_ns":3500,"max_ns":15500,)"
+      R"("kernels":{"one_shot_push":{"executions":120,"executions_per_s":40,"timed":120,"sum_ns":720000,)"
+      R"("min_ns":3500,"max_ns":15500,)"
       R"("buckets":[{"bucket":3,"le_bytes":8,"count":90,"sum_ns":360000,"min_ns":3500,"max_ns":9800},)"
       R"({"bucket":14,"le_bytes":16384,"count":30,"sum_ns":360000,"min_ns":11000,"max_ns":15500}]}}}]}],)"
       R"j("notes":["pid 9 ended without removing its statistics file x (removed)"]})j");
 }
 
 TEST(StatsView, JsonOfNothing) {
-  EXPECT_EQ(statsJson({}, {}, {}), R"({"layout_version":2,"processes":[],"notes":[]})");
+  EXPECT_EQ(statsJson({}, {}, {}), R"({"layout_version":3,"processes":[],"notes":[]})");
 }
 
 TEST(StatsView, Prometheus) {
@@ -223,14 +226,15 @@ TEST(StatsView, Prometheus) {
           id +
           R"(,route="nccl_table",bucket_le_bytes="+Inf",mode="captured"} 1)"
           "\n"
-          "# HELP nccl_symmem_kernel_executions_total Executions of a symmetric kernel the GPU counted, by "
+          "# HELP nccl_symmem_kernel_timed_executions_total Executions of a symmetric kernel the GPU timed (one "
+          "call in 64 of each kernel and size, the first always; all with SYMMEM_STATS_GPU=every), by "
           "communicator, kernel (route) and size bucket.\n"
-          "# TYPE nccl_symmem_kernel_executions_total counter\n"
-          "nccl_symmem_kernel_executions_total{" +
+          "# TYPE nccl_symmem_kernel_timed_executions_total counter\n"
+          "nccl_symmem_kernel_timed_executions_total{" +
           id +
           R"(,route="one_shot_push",bucket_le_bytes="8"} 30)"
           "\n"
-          "nccl_symmem_kernel_executions_total{" +
+          "nccl_symmem_kernel_timed_executions_total{" +
           id +
           R"(,route="one_shot_push",bucket_le_bytes="16384"} 10)"
           "\n"
@@ -265,11 +269,47 @@ TEST(StatsView, Prometheus) {
           id +
           R"(,route="one_shot_push",bucket_le_bytes="16384"} 0.000011)"
           "\n"
+          "# HELP nccl_symmem_gpu_executions_total Executions of the symmetric kernels of each algorithm the GPU "
+          "counted, graph replays included, by communicator and algorithm.\n"
+          "# TYPE nccl_symmem_gpu_executions_total counter\n"
+          "nccl_symmem_gpu_executions_total{" +
+          id +
+          R"(,algorithm="one_shot"} 40)"
+          "\n"
+          "nccl_symmem_gpu_executions_total{" +
+          id +
+          R"(,algorithm="two_shot"} 0)"
+          "\n"
           "# HELP nccl_symmem_untracked_communicators Communicators of the process that found every statistics "
           "slot live, so not counted here.\n"
           "# TYPE nccl_symmem_untracked_communicators gauge\n"
           R"(nccl_symmem_untracked_communicators{pid="4242",program="py\"th\\on\n3"} 2)"
           "\n");
+}
+
+// Sampled (SYMMEM_STATS_GPU=sampled): an algorithm's executions, counted whole, are shared among its
+// kernels as their timed executions are; the times are the timed calls'.
+TEST(StatsView, SampledKernelsShareTheirAlgorithmsExecutions) {
+  ProcessSnapshot p = process(110 * kSecond);
+  SlotSnapshot s = comm(0, 0x7f00aa00, 100 * kSecond);
+  s.gpuSampling = 64;
+  calls(s, Route::OneShotPush, 3, stats::kCaptured) = 2;
+  calls(s, Route::OneShotPull, 14, stats::kCaptured) = 1;
+  s.gpu.runs[0] = 6400;
+  s.gpu.timed[0][3] = {75, 75 * 2000, 1500, 4000};
+  s.gpu.timed[1][14] = {25, 25 * 8000, 7000, 9000};
+  p.comms.push_back(s);
+  EXPECT_EQ(stats::kindRuns(s.gpu, s.gpuSampling, 0), 4800u);
+  EXPECT_EQ(stats::kindRuns(s.gpu, s.gpuSampling, 1), 1600u);
+  EXPECT_EQ(stats::kindRuns(s.gpu, 1, 0), 75u) << "every execution timed: the count is the runs";
+  const std::vector<std::string> rows = statsTableRows({p}, {});
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0],
+            "   4242  python3          0x7f00aa00      1/2      one-shot push                0.2            2  "
+            "8B                   0/100      480.0        2.0        4.0");
+  EXPECT_EQ(rows[1],
+            "   4242  python3          0x7f00aa00      1/2      one-shot pull                0.1            1  "
+            "16KiB                0/100      160.0        8.0        9.0");
 }
 
 TEST(StatsView, ExactSeconds) {
