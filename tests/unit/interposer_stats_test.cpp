@@ -215,36 +215,30 @@ TEST_F(InterposerStatsTest, TheKernelsCountsReachTheSlotWhileTheCommunicatorLive
       << "the summary line at destroy names the kernels' runs and the sampled times";
 }
 
-// With SYMMEM_STATS_GPU=every each execution is timed: the summary line says so without a sample count.
-TEST_F(InterposerStatsTest, EveryExecutionTimedShowsTheRunsAndTheirTimes) {
-  keepInfo();
-  Interposer ip = make(true);
-  count(ip, 1);
-  ncclComm_t comm = fakeComm(0x7500, 4);
-  FakeSymmetric::gpuRuns = 7;
-  FakeSymmetric::gpuTimed = 7;
-  ip.allReduce(buf, buf, 8, ncclBfloat16, ncclSum, comm, nullptr);
-  EXPECT_EQ(FakeSymmetric::samplePeriod, 1u);
-  EXPECT_EQ(slotOf(ip, comm)->gpuSampling, 1u);
-  EXPECT_EQ(ip.commDestroy(comm), ncclSuccess);
-  EXPECT_TRUE(saidInfo("one-shot pull 1 (16B; GPU 7 runs, mean 2.00 us, max 3.00 us)"))
-      << "the summary line at destroy names the runs and their times";
-}
-
-// With SYMMEM_STATS_GPU=off the kernels keep nothing: no publication, no GPU part in the summary.
-TEST_F(InterposerStatsTest, KernelsThatKeepNothingShowNoGpuPart) {
-  keepInfo();
-  Interposer ip = make(true);
-  count(ip, 0);
-  ncclComm_t comm = fakeComm(0x7600, 4);
-  FakeSymmetric::samplePeriod = 99;
-  FakeSymmetric::gpuRuns = 7;
-  FakeSymmetric::gpuTimed = 7;
-  ip.allReduce(buf, buf, 8, ncclBfloat16, ncclSum, comm, nullptr);
-  EXPECT_EQ(FakeSymmetric::samplePeriod, 99u) << "nothing was published";
-  EXPECT_EQ(slotOf(ip, comm)->gpuSampling, 0u);
-  EXPECT_EQ(ip.commDestroy(comm), ncclSuccess);
-  EXPECT_TRUE(saidInfo("one-shot pull 1 (16B)")) << "the summary line has no GPU part";
+// With SYMMEM_STATS_GPU=every each execution is timed: the summary line says so without a count of
+// the timed ones. With =off the kernels keep nothing: no publication, no GPU part in the summary.
+TEST_F(InterposerStatsTest, TheSummaryLineFollowsWhatTheKernelsKeep) {
+  struct Case {
+    uint32_t period;
+    const char* said;
+  };
+  for (const Case& c :
+       {Case{1, "one-shot pull 1 (16B; GPU 7 runs, mean 2.00 us, max 3.00 us)"}, Case{0, "one-shot pull 1 (16B)"}}) {
+    SCOPED_TRACE("sample period " + std::to_string(c.period));
+    infoLines.clear();
+    keepInfo();
+    Interposer ip = make(true);
+    count(ip, c.period);
+    ncclComm_t comm = fakeComm(0x7500 + c.period, 4);
+    FakeSymmetric::samplePeriod = 99;
+    FakeSymmetric::gpuRuns = 7;
+    FakeSymmetric::gpuTimed = 7;
+    ip.allReduce(buf, buf, 8, ncclBfloat16, ncclSum, comm, nullptr);
+    EXPECT_EQ(FakeSymmetric::samplePeriod, c.period == 0 ? 99u : c.period) << "what was published";
+    EXPECT_EQ(slotOf(ip, comm)->gpuSampling, c.period);
+    EXPECT_EQ(ip.commDestroy(comm), ncclSuccess);
+    EXPECT_TRUE(saidInfo(c.said)) << "the summary line at destroy";
+  }
 }
 
 TEST_F(InterposerStatsTest, AtExitEachLiveCommunicatorIsSummedUp) {
