@@ -58,9 +58,10 @@ void storeWord(uint64_t* at, uint64_t value) { __atomic_store_n(at, value, __ATO
 
 std::string boundedText(const char* field, size_t room) { return std::string(field, strnlen(field, room)); }
 
-// One kernel entry: count read before and after the other three words and equal (the GPU stores count
-// and sum in one 16-byte store, min and max in the next), and its values possible together (min and
-// max around the mean). An entry that keeps changing keeps its last copy.
+// One kernel entry: count read before and after the other three words and equal (teardown stores an
+// entry word by word outside the slot's sequence word, the count first: storeGpuCounts), and its
+// values possible together (min and max around the mean). An entry that keeps changing keeps its last
+// copy.
 KernelEntry copyEntry(const KernelEntry& e) {
   KernelEntry c{};
   for (int tries = 0; tries < kCopyAttempts; ++tries) {
