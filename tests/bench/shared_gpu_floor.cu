@@ -17,8 +17,9 @@
 // plugin runs by default (SYMMEM_STATS_GPU=sampled: the host counts each call, the kernels time one
 // execution in about 64), "+stats-every" as with SYMMEM_STATS_GPU=every (the kernels count and time
 // every execution), "+stats-sampled-copied" with a thread copying the kernels' counts off the device
-// every millisecond meanwhile (kernels/kernel_clock.cuh, plugin/stats_publisher.h), so that one run
-// measures them.
+// every millisecond meanwhile (kernels/kernel_clock.cuh, plugin/stats_publisher.h), and last
+// "+no-stats-again": without statistics on communicators of their own, the spread between two sets of
+// communicators that the rows above carry too, so that one run measures them.
 // --switches runs the earlier forms of the per-call path (SymmetricConfig::costSwitches), so that one
 // binary measures before and after. --trace FILE takes the one-shot push graph rows apart with the
 // kernel's own timestamps (cost_trace.cuh) and writes the means per rank and size to FILE.
@@ -338,9 +339,9 @@ void ncclOneRank(const Options& o) {
 // samplePeriod: 0, no statistics; else the live statistics on (the host's counts, the kernels' own,
 // one execution in about samplePeriod timed). copying: a thread copies every rank's GPU counts off the
 // device every millisecond meanwhile, 100 times as often as the plugin's publisher
-// (plugin/stats_publisher.h).
+// (plugin/stats_publisher.h). again: rows of a second set of communicators without statistics.
 void symmetric(int n, const Options& o, bool ordered, double emptyGraphUs, double emptyEagerUs,
-               uint32_t samplePeriod = 0, bool copying = false) {
+               uint32_t samplePeriod = 0, bool copying = false, bool again = false) {
   const bool withStats = samplePeriod != 0;
   ShmAllGather shm(n, 4096, 60000);
   std::vector<std::unique_ptr<SymmetricComm>> comms(n);
@@ -424,7 +425,8 @@ void symmetric(int n, const Options& o, bool ordered, double emptyGraphUs, doubl
   };
   for (const Path& p : paths) {
     std::string key = p.name;
-    const char* suffix = !withStats          ? ""
+    const char* suffix = again               ? "+no-stats-again"
+                         : !withStats        ? ""
                          : copying           ? "+stats-sampled-copied"
                          : samplePeriod == 1 ? "+stats-every"
                                              : "+stats-sampled";
@@ -671,6 +673,7 @@ int main(int argc, char** argv) {
         symmetric(n, o, ordered, emptyGraph.median, emptyEager.median, sampled);
         symmetric(n, o, ordered, emptyGraph.median, emptyEager.median, 1);
         symmetric(n, o, ordered, emptyGraph.median, emptyEager.median, sampled, true);
+        symmetric(n, o, ordered, emptyGraph.median, emptyEager.median, 0, false, true);
       }
     }
   }
