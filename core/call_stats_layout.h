@@ -87,8 +87,12 @@ inline constexpr uint32_t kDefaultSamplePeriod = 64;
 // plugin every 0.1 s under the slot's sequence word and once more at the communicator's teardown:
 // every execution of each algorithm (its round records: graph replays included, at no cost to the
 // kernels), and the timed executions by kernel kind and size bucket.
+// Its own sequence word (odd while a writer changes it) because teardown writes it from the kernels'
+// side, which knows nothing of the slot's: a reader copies it between two equal, even reads of both.
 struct GpuCounts {
   uint64_t runs[kAlgorithms];
+  uint64_t seq;
+  uint64_t reserved;
   KernelEntry timed[kKernelKinds][kBuckets];
 };
 static_assert(offsetof(GpuCounts, timed) == 32);

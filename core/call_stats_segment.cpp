@@ -58,10 +58,9 @@ void storeWord(uint64_t* at, uint64_t value) { __atomic_store_n(at, value, __ATO
 
 std::string boundedText(const char* field, size_t room) { return std::string(field, strnlen(field, room)); }
 
-// One kernel entry: count read before and after the other three words and equal (teardown stores an
-// entry word by word outside the slot's sequence word, the count first: storeGpuCounts), and its
-// values possible together (min and max around the mean). An entry that keeps changing keeps its last
-// copy.
+// One kernel entry, inside the GPU counts' sequence window (copySlot): count read before and after the
+// other three words and equal, and its values possible together (min and max around the mean), a
+// second guard. An entry that keeps changing keeps its last copy.
 KernelEntry copyEntry(const KernelEntry& e) {
   KernelEntry c{};
   for (int tries = 0; tries < kCopyAttempts; ++tries) {
@@ -88,11 +87,15 @@ bool copySlot(const CommSlot& live, int index, SlotSnapshot* out) {
   for (int attempt = 0; attempt < kCopyAttempts; ++attempt) {
     const uint64_t before = __atomic_load_n(&live.seq, __ATOMIC_ACQUIRE);
     if (before & 1u) continue;
+    const uint64_t gpuBefore = __atomic_load_n(&live.gpu.seq, __ATOMIC_ACQUIRE);
+    if (gpuBefore & 1u) continue;
     copyWords(copy, &live, offsetof(CommSlot, gpu.timed));
     for (int k = 0; k < kKernelKinds; ++k)
       for (int b = 0; b < kBuckets; ++b) copy->gpu.timed[k][b] = copyEntry(live.gpu.timed[k][b]);
     std::atomic_thread_fence(std::memory_order_acquire);
-    if (__atomic_load_n(&live.seq, __ATOMIC_RELAXED) != before) continue;
+    if (__atomic_load_n(&live.seq, __ATOMIC_RELAXED) != before ||
+        __atomic_load_n(&live.gpu.seq, __ATOMIC_RELAXED) != gpuBefore)
+      continue;
     if (copy->state == SlotState::Free) return false;
     out->index = index;
     out->state = copy->state;
@@ -166,6 +169,9 @@ std::string_view routeKey(Route r) {
 }
 
 void storeGpuCounts(GpuCounts* to, const GpuCounts& from) {
+  const uint64_t seq = loadWord(&to->seq);
+  __atomic_store_n(&to->seq, seq + 1, __ATOMIC_RELAXED);
+  std::atomic_thread_fence(std::memory_order_release);
   for (int a = 0; a < kAlgorithms; ++a) storeWord(&to->runs[a], from.runs[a]);
   for (int k = 0; k < kKernelKinds; ++k)
     for (int b = 0; b < kBuckets; ++b) {
@@ -176,6 +182,7 @@ void storeGpuCounts(GpuCounts* to, const GpuCounts& from) {
       storeWord(&e.minNs, f.minNs);
       storeWord(&e.maxNs, f.maxNs);
     }
+  __atomic_store_n(&to->seq, seq + 2, __ATOMIC_RELEASE);
 }
 
 std::string segmentDirectory(const std::string& dirSetting) {

@@ -43,8 +43,8 @@ uint64_t kindRuns(const GpuCounts& g, uint32_t sampling, int kind);
 
 // The writer's side: the mapped segment of this process.
 
-// Stores `from` into a slot's GPU counts word by word, each entry's count first, then its time (a
-// reader checks the count before and after its copy of an entry and that its values fit together).
+// Stores `from`'s counts into a slot's GPU counts under their sequence word (GpuCounts::seq), word by
+// word. One writer at a time.
 void storeGpuCounts(GpuCounts* to, const GpuCounts& from);
 
 class WrittenSegment {
