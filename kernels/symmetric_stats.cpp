@@ -55,7 +55,7 @@ bool SymmetricCommImpl::publishKernelStats(stats::GpuCounts* host, uint32_t samp
 bool SymmetricCommImpl::clockThisCall(KernelChoice kernel, uint64_t bytes) {
   const int kind = stats::kernelKind(kernel.algorithm == Algorithm::TwoShot, static_cast<int>(kernel.variant));
   uint32_t& calls = statsCalls_[kind][stats::sizeBucket(bytes)];
-  const bool clocked = calls % statsPeriod_.load(std::memory_order_relaxed) == 0;
+  const bool clocked = (calls & (statsPeriod_.load(std::memory_order_relaxed) - 1)) == 0;  // a power of two
   ++calls;
   return clocked;
 }

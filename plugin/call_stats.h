@@ -46,7 +46,7 @@ class CommCounters {
   // This communicator's GPU counts in its slot, where teardown leaves the kernels' last counts
   // (kernels::SymmetricComm::publishKernelStats).
   stats::GpuCounts* gpuMirror() const { return &slot_->gpu; }
-  // The kernels sample one execution in about `period` (1: every one).
+  // The kernels time one call in `period` of each kernel kind and size bucket (1: every call).
   void markGpuSampling(uint32_t period);
   // The kernels' counts as just copied from the device, written under the slot's sequence word.
   void writeGpu(const stats::GpuCounts& counts);
@@ -77,8 +77,8 @@ class CallStats {
   // lease's own (counted in the header as untracked; said once).
   std::unique_ptr<CommCounters> lease(ncclComm_t comm);
   const stats::WrittenSegment& segment() const { return *segment_; }
-  // What the kernels keep themselves (SYMMEM_STATS_GPU): 0, nothing; else they sample one execution
-  // in about this many (1: every one).
+  // What the kernels keep themselves (SYMMEM_STATS_GPU): 0, nothing; else every execution counted and
+  // one call in this many of each kernel kind and size bucket timed (1: every call).
   void setGpuSampling(uint32_t period) { gpuSampling_ = period; }
   uint32_t gpuSampling() const { return gpuSampling_; }
 
