@@ -7,15 +7,23 @@
 // communicator learns, from host-local shared memory, that every rank has arrived in the plugin at
 // the same all-reduce and can take part; or else every rank stays on NCCL.
 //
-// One segment per communicator and user: /dev/shm/nccl-symmem-<uid>-<commId>-<nRanks>, mode 0600,
-// keyed by the id NCCL gives every rank's tuner (the same on all ranks); the last process out removes
-// it, and one left by killed processes goes at the next segment this user creates. Two moments write into it:
+// One segment per communicator instance, in this user's own directory (plugin/shm_directory.h):
+// <dir>/rdv-<id>-<nRanks>, mode 0600, where the id is what every rank of the communicator knows alike
+// (NCCL's id given to the tuner). Made complete under a private name and linked in, its space
+// reserved before it is mapped (a full /dev/shm is a "no", never a SIGBUS). A segment belongs to one
+// instance: slots are claimed only while fewer than nRanks are, and the claim that fills it removes
+// the name, so the next communicator with the same id (a fixed NCCL_COMM_ID, a second shrink of one
+// parent) makes a segment of its own; one whose every claimer has ended (a killed job) is replaced.
+// Processes are known by pid and start time (plugin/live_process.h), so a reused pid is no claimer.
+// Two moments write into it:
 //   - declare, at tuner init, which NCCL runs on every rank of a single-node communicator before its
-//     intra-node barrier: whether this process's all-reduces will reach the plugin (Reach);
+//     intra-node barrier: whether this process's all-reduces will reach the plugin (Reach), and the
+//     fingerprint of the NCCL bands its tuner would apply (bandsAgreed() reads them back);
 //   - arrive, at the communicator's first eligible eager all-reduce: rank, settings vote, and whether
 //     this rank can take part (its exchange buffers are allocated, its queries answered).
-// The verdict is one word that the first rank able to decide sets with a compare-and-swap: every rank
-// reads the same verdict, whatever the timing, so no mix of outcomes exists (docs/transparent-use.md,
+// The verdict is one word that the first rank able to decide sets with a compare-and-swap, its reason
+// written before, in the decider's own slot: every rank reads the same verdict, whatever the timing,
+// and a decider killed at any moment leaves either no verdict or a whole one (docs/transparent-use.md,
 // "Agreement before any exchange"). Every wait is bounded (SYMMEM_TIMEOUT_MS) and abortable.
 #include <sys/types.h>
 
@@ -23,10 +31,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/symmetric_limits.h"
+#include "plugin/live_process.h"
 #include "plugin/setup_vote.h"
 
 namespace symmem {
@@ -43,8 +54,9 @@ struct SlotView {
   enum State : uint32_t { Free = 0, Claimed = 1, Declared = 2, Arrived = 3 };
   uint32_t state = Free;
   pid_t pid = 0;
-  bool alive = true;  // the process still exists (kill(pid, 0) did not say ESRCH)
+  bool alive = true;  // the process still runs (stillRunning: pid and start time)
   Reach reach = Reach::Unknown;
+  uint64_t bands = 0;      // once declared: the fingerprint of the NCCL bands its tuner would apply
   int rank = -1;           // once arrived
   bool takesPart = false;  // once arrived
   SetupVote vote;          // once arrived
@@ -73,18 +85,29 @@ struct Tally {
 // the same, and the compare-and-swap makes the first decision everyone's.
 Tally tallyRendezvous(const TallyInput& in);
 
+// Whether the NCCL bands may be applied: every one of the nRanks slots declared, all with the same
+// non-zero fingerprint. Pure. Read once every declaration is in (NCCL's intra-node barrier follows
+// every rank's tuner init), so every rank reads the same slots and answers the same.
+bool bandsAgreeIn(const TallyInput& in);
+
 // This user's segment of one communicator. Thread-safe; shared by the tuner's ticket and a setup in
 // progress.
 class Rendezvous {
  public:
-  // Opens the segment (creating it when first), claims a slot. Null, with `why`, when it cannot.
-  static std::shared_ptr<Rendezvous> join(uint64_t commId, int nRanks, std::string* why);
+  // Opens the instance's segment in `directory` (empty: privateShmDirectory()), making it when first,
+  // and claims a slot. Null, with `why`, when it cannot (this rank then says nothing, and its peers,
+  // missing its declaration, stay on NCCL).
+  static std::shared_ptr<Rendezvous> join(uint64_t commId, int nRanks, std::string* why,
+                                          const std::string& directory = {});
   ~Rendezvous();
   Rendezvous(const Rendezvous&) = delete;
   Rendezvous& operator=(const Rendezvous&) = delete;
 
-  // At tuner init, once: whether this process's all-reduces will reach the plugin, and why not.
-  void declare(Reach reach, const std::string& why);
+  // At tuner init, once: whether this process's all-reduces will reach the plugin, and why not; and
+  // the fingerprint of the NCCL bands this rank's tuner would apply (non-zero).
+  void declare(Reach reach, const std::string& why, uint64_t bands = 1);
+  // Whether every rank declared the same bands (bandsAgreeIn over the segment now).
+  bool bandsAgreed() const;
   // At the first eligible all-reduce, once. Never waits.
   void arrive(int rank, const SetupVote& vote, bool takesPart, const std::string& why);
   // Sets the verdict to No unless it is already decided (an abort, a rank that cannot arrive).
@@ -92,10 +115,12 @@ class Rendezvous {
   // Waits (bounded by timeoutMs; `aborted` polled) until the verdict is decided, and returns it.
   // `everyDeclarationIsIn`: see TallyInput.
   Tally await(int64_t timeoutMs, bool everyDeclarationIsIn, const std::function<bool()>& aborted);
-  // The verdict now (Pending until decided).
+  // The verdict now (Pending until decided). Never waits.
   Tally verdict() const;
-  // The same without its reason: never allocates.
+  // The same without its reason: never allocates, never waits.
   Verdict verdictNow() const noexcept;
+  // The slot this process claimed (-1: none).
+  int slot() const { return slot_; }
   const std::string& path() const { return path_; }
 
   struct Segment;  // the shared layout (rendezvous.cpp)
@@ -103,20 +128,26 @@ class Rendezvous {
  private:
   Rendezvous() = default;
   TallyInput snapshot(bool everyDeclarationIsIn) const;
-  bool decide(const Tally& t);  // compare-and-swap from Pending; true if this call decided
+  bool decide(Verdict verdict, std::string_view why);  // compare-and-swap from Pending; true if it decided
 
   Segment* segment_ = nullptr;
+  std::mutex deciding_;  // this process's threads write its slot's reason one at a time
   int slot_ = -1;
   int nRanks_ = 0;
   std::string path_;
+  dev_t dev_ = 0;  // the segment's file, so that only a name still its own is removed
+  ino_t ino_ = 0;
 };
 
-// The segment's file name for (uid, commId, nRanks): tests look for it, and for what is left behind.
-std::string rendezvousPath(uid_t uid, uint64_t commId, int nRanks);
+// The segment's path for (directory, commId, nRanks): tests look for it, and for what is left behind.
+std::string rendezvousPath(const std::string& directory, uint64_t commId, int nRanks);
 
-// Removes this user's segments whose every process has ended (a job killed before its destructors
-// ran leaves its segment behind), looking at 256 at most; returns how many it removed. Run whenever a
-// process creates a new segment.
-int sweepStaleRendezvous(uid_t uid);
+// Removes this user's segments in `directory` whose every claimer has ended (a job killed before its
+// destructors ran leaves its segment behind). Only regular files of this user with the segment's mode
+// and size are opened (never blocking: a FIFO or a link is passed over), and at most
+// kSweepEntries names read: the directory is this user's own, so only this user's files count against
+// it. Returns how many it removed. Run whenever a process creates a new segment.
+inline constexpr int kSweepEntries = 4096;
+int sweepStaleRendezvous(const std::string& directory);
 
 }  // namespace symmem

@@ -47,6 +47,8 @@ std::string difference(const SetupVote& ref, const SetupVote& v, size_t r) {
 
 uint64_t tableFingerprint(const DecisionTable& table) { return fnv1a(formatTable(table.entries(), {})); }
 
+uint64_t entryFingerprint(const Thresholds& entry) { return fnv1a(formatTable({entry}, {})); }
+
 SetupVote voteOf(const ProcessContext& process) {
   SetupVote v;
   v.magic = kVoteMagic;

@@ -40,6 +40,8 @@ VoteOutcome tallyVotes(const std::vector<SetupVote>& votes);
 
 // The decisions a table makes, as one number (entries and bands; not its provenance lines).
 uint64_t tableFingerprint(const DecisionTable& table);
+// The same for one entry (what a communicator's tuner applies).
+uint64_t entryFingerprint(const Thresholds& entry);
 
 // The vote through `allGather` (every rank's record, in rank order; false: the exchange failed).
 using VoteGatherFn = std::function<bool(const void* send, void* recv, size_t bytesPerRank)>;

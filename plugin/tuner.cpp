@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "core/table_file.h"
 #include "plugin/comm_tickets.h"
+#include "plugin/setup_vote.h"
 #include "symmem/version.h"
 
 namespace symmem {
@@ -38,6 +39,29 @@ TunerComm makeTunerComm(const ProcessContext& process, uint64_t commId, size_t n
   }
   comm.active = comm.entry != nullptr && comm.entry->numBands > 0;
   return comm;
+}
+
+uint64_t bandsFingerprint(const TunerComm& comm) {
+  constexpr uint64_t kNoBands = 1;
+  if (!comm.active || comm.entry == nullptr) return kNoBands;
+  const uint64_t f = entryFingerprint(*comm.entry);
+  return f == 0 || f == kNoBands ? f + 2 : f;
+}
+
+bool bandsAgreed(const TunerComm& comm) {
+  int checked = comm.bandsChecked->load(std::memory_order_acquire);
+  if (checked != 0) return checked == 1;
+  const bool agreed = comm.agreement && comm.agreement->bandsAgreed();
+  int expected = 0;
+  if (comm.bandsChecked->compare_exchange_strong(expected, agreed ? 1 : 2, std::memory_order_acq_rel)) {
+    if (!agreed)
+      SYMMEM_INFO(kLogTuning, "comm 0x%llx: the table's NCCL bands are not applied: %s",
+                  static_cast<unsigned long long>(comm.commId),
+                  comm.agreement ? "the ranks' tuners declared different bands (or not every rank declared)"
+                                 : "no agreement to check that every rank applies the same ones");
+    return agreed;
+  }
+  return expected == 1;
 }
 
 bool costTableShapeKnown(int numAlgo, int numProto) {
@@ -129,9 +153,11 @@ Declaration declarationFor(const ProcessContext& process, uint64_t commId, size_
 namespace tuner {
 
 namespace {
-// The communicator's ticket for the interposer, and this rank's declaration to its peers.
-void openAgreement(const ProcessContext& process, const void* contextSlot, uint64_t commId, size_t nRanks,
-                   size_t nNodes, bool reaches, const std::string& whyNotReached) {
+// The communicator's ticket for the interposer, and this rank's declaration to its peers (with the
+// bands it would apply). Returns the agreement, or null.
+std::shared_ptr<Rendezvous> openAgreement(const ProcessContext& process, const void* contextSlot, uint64_t commId,
+                                          size_t nRanks, size_t nNodes, bool reaches, const std::string& whyNotReached,
+                                          uint64_t bands) {
   auto ticket = std::make_shared<CommTicket>();
   ticket->contextSlot = contextSlot;
   ticket->commId = commId;
@@ -150,7 +176,7 @@ void openAgreement(const ProcessContext& process, const void* contextSlot, uint6
     std::string why;
     ticket->rendezvous = Rendezvous::join(commId, ticket->nRanks, &why);
     if (ticket->rendezvous) {
-      ticket->rendezvous->declare(d.reach, d.whyNot);
+      ticket->rendezvous->declare(d.reach, d.whyNot, bands);
     } else {
       // Peers find no declaration from this rank: on one node they stay on NCCL at once, across
       // "nodes" (the testing mode) when their wait ends.
@@ -159,7 +185,9 @@ void openAgreement(const ProcessContext& process, const void* contextSlot, uint6
       ticket->whyNot = "cannot join the agreement: " + why;
     }
   }
+  std::shared_ptr<Rendezvous> agreement = ticket->rendezvous;
   registerTicket(std::move(ticket));
+  return agreement;
 }
 
 std::string describeEntry(const Thresholds* e) {
@@ -188,7 +216,8 @@ abi::Result init(void** ctx, uint64_t commId, size_t nRanks, size_t nNodes, abi:
     gLiveContexts.fetch_add(1, std::memory_order_acq_rel);
     *ctx = comm;
     comm->contextSlot = ctx;
-    openAgreement(process, ctx, commId, nRanks, nNodes, reaches, whyNotReached);
+    comm->agreement =
+        openAgreement(process, ctx, commId, nRanks, nNodes, reaches, whyNotReached, bandsFingerprint(*comm));
     const char* why = !countsFit(nRanks, nNodes) ? "rank or node count out of range: NCCL untouched"
                       : !process.policy.enabled  ? "disabled by SYMMEM_ENABLE=0"
                       : !process.policy.tuner    ? "NCCL bands off by SYMMEM_TUNER=0"
@@ -211,6 +240,7 @@ abi::Result getCollInfo(void* ctx, abi::Func collType, size_t nBytes, int /*numP
                         int numAlgo, int numProto, int /*regBuff*/, int* nChannels) {
   const auto* comm = static_cast<const TunerComm*>(ctx);
   if (comm == nullptr || !comm->active || collType < 0 || collType >= kNumCollectives) return abi::kSuccess;
+  if (!bandsAgreed(*comm)) return abi::kSuccess;
   const CollRequest request{static_cast<Collective>(collType), ReduceOp::Other, DataType::Other, nBytes};
   if (!costTableShapeKnown(numAlgo, numProto)) {
     SYMMEM_WARN_ONCE("tuner:cost-table-shape",
@@ -243,6 +273,7 @@ abi::Result getCollInfoV2(void* ctx, abi::Func collType, size_t nBytes, int /*co
                           int /*numPipeOps*/, int* algorithm, int* protocol, int* nChannels) {
   const auto* comm = static_cast<const TunerComm*>(ctx);
   if (comm == nullptr || !comm->active || collType < 0 || collType >= kNumCollectives) return abi::kSuccess;
+  if (!bandsAgreed(*comm)) return abi::kSuccess;
   const CollRequest request{static_cast<Collective>(collType), ReduceOp::Other, DataType::Other, nBytes};
   const Decision d = decide(request, comm->facts, comm->entry, comm->policy);
   // Without a cost table NCCL cannot say what is available: only a fully specified band applies.

@@ -2,9 +2,10 @@
 #pragma once
 // The tuner, implemented once against the v5 shape; plugin/entry/tuner_exports.cpp adapts it to
 // every ABI version NCCL may ask for.
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
-
+#include <memory>
 #include <string>
 
 #include "plugin/process_context.h"
@@ -24,7 +25,20 @@ struct TunerComm {
   Policy policy;
   bool active = false;                // false: every call leaves NCCL's choices untouched
   const void* contextSlot = nullptr;  // where NCCL keeps this context: the communicator's ticket key
+  // NCCL's ranks must choose the same algorithm and protocol for each collective (a mix hangs), so
+  // the bands apply only where every rank's tuner declared the same ones in the communicator's
+  // agreement (plugin/rendezvous.h), checked at the first call: 0 not yet, 1 applied, 2 dropped.
+  std::shared_ptr<Rendezvous> agreement;
+  std::shared_ptr<std::atomic<int>> bandsChecked = std::make_shared<std::atomic<int>>(0);
 };
+
+// What this rank declares of its NCCL bands (non-zero; the same number on ranks that would apply the
+// same bands, including none).
+uint64_t bandsFingerprint(const TunerComm& comm);
+
+// Whether `comm`'s bands may be applied: checked once, at its first call (every rank's declaration
+// is in by then), against its agreement; without one (no communicator id), never.
+bool bandsAgreed(const TunerComm& comm);
 
 // Builds the per-communicator state from the process context (no NCCL involved; used by tests).
 TunerComm makeTunerComm(const ProcessContext& process, uint64_t commId, size_t nRanks, size_t nNodes);

@@ -23,12 +23,20 @@
 #include "plugin/comm_setup.h"
 #include "plugin/comm_tickets.h"
 #include "plugin/interposer.h"
+#include "plugin/shm_directory.h"
 #include "plugin/tuner.h"
 
 namespace symmem {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+std::string shmDirectory() {
+  std::string why;
+  const std::string dir = privateShmDirectory(&why);
+  EXPECT_FALSE(dir.empty()) << why;
+  return dir;
+}
 
 SetupVote voteFor(const ProcessContext& c) { return voteOf(c); }
 
@@ -174,15 +182,18 @@ TEST(RendezvousProcesses, TwoRanksThatArriveBothGoAndTheSegmentGoesWithThem) {
     std::string why;
     auto r = Rendezvous::join(id, 2, &why);
     if (!r) return 10;
+    // The segment lies in this user's own directory, which nobody else can list or write.
     struct stat st {};
-    if (stat(r->path().c_str(), &st) != 0 || (st.st_mode & 0777) != 0600) return 12;
+    const std::string dir = r->path().substr(0, r->path().rfind('/'));
+    if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || (st.st_mode & 0777) != 0700 || st.st_uid != geteuid())
+      return 12;
     r->declare(Reach::Every, "");
     std::this_thread::sleep_for(std::chrono::milliseconds(rank * 50));
     r->arrive(rank, voteOf(context), true, "");
     return verdictCode(r->await(5000, /*everyDeclarationIsIn=*/false, nullptr));  // no init barrier here
   });
   EXPECT_EQ(codes, (std::vector<int>{1, 1}));
-  EXPECT_NE(access(rendezvousPath(getuid(), id, 2).c_str(), F_OK), 0) << "the segment was left behind";
+  EXPECT_NE(access(rendezvousPath(shmDirectory(), id, 2).c_str(), F_OK), 0) << "the segment was left behind";
 }
 
 // A job killed before its destructors ran leaves its segment; the next segment this user creates
@@ -198,7 +209,7 @@ TEST(RendezvousProcesses, ASegmentLeftByKilledProcessesGoesAtTheNextCreation) {
     return 11;
   });
   ASSERT_EQ(codes, (std::vector<int>{100 + SIGKILL}));
-  const std::string deadPath = rendezvousPath(getuid(), dead, 2);
+  const std::string deadPath = rendezvousPath(shmDirectory(), dead, 2);
   ASSERT_EQ(access(deadPath.c_str(), F_OK), 0) << "the killed process left nothing to sweep";
   std::string why;
   auto alive = Rendezvous::join(live, 2, &why);  // this process: alive, so its segment stays

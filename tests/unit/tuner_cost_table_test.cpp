@@ -17,6 +17,10 @@ namespace {
 constexpr float kIgnore = -1.0f;
 using CostTable = testing::NcclCostTable;
 
+// As after every rank's tuner declared the same bands in the communicator's agreement (the agreement
+// itself: tests/unit/rendezvous_test.cpp, RendezvousBands).
+void agreeOnBands(TunerComm& comm) { comm.bandsChecked->store(1); }
+
 Decision tuned(NcclAlgo a, NcclProto p, int ch) { return Decision{Path::NcclTuned, a, p, ch, Reason::TableBand}; }
 
 TEST(TunerCostTable, ForcesTheBandsChoice) {
@@ -149,6 +153,7 @@ TEST(TunerCostTable, GetCollInfoWithAnOversizedTableLeavesItAlone) {
   table.set(e);
   process.table = &table;
   TunerComm comm = makeTunerComm(process, 1, 8, 1);
+  agreeOnBands(comm);
   ASSERT_TRUE(comm.active);
   GuardedCostTable t;
   int nChannels = 0;
@@ -226,6 +231,7 @@ TEST(TunerCostTable, ATunedRingLlBandFromTheTableFileReachesNcclsCostTable) {
   process.table = &table;
   ASSERT_TRUE(process.policy.tuner) << "the tuner is on by default";
   TunerComm comm = makeTunerComm(process, 7, 8, 1);
+  agreeOnBands(comm);
   ASSERT_TRUE(comm.active);
 
   // NCCL's own choice on that box: ring/simple (its model puts LL above Simple).
