@@ -215,8 +215,20 @@ TEST(PluginDlopen, AppliesTableBandsWithinNcclsRules) {
   std::string problems = runInChild(
       {{"SYMMEM_TABLE", table.path()}, {"SYMMEM_TOPO_FILE", kTopo}, {"SYMMEM_CC", "12.0"}}, [](void* handle) {
         const auto* v5 = symbol<abi::TunerV5>(handle, "ncclTunerPlugin_v5");
-        void* ctx = nullptr;
-        v5->init(&ctx, 42, 8, 1, captureLog, nullptr, nullptr);
+        // The bands apply only once every rank's tuner declared the same ones (NCCL's ranks choosing
+        // different algorithms hang): one rank of eight alone gets none.
+        const uint64_t id = (static_cast<uint64_t>(getpid()) << 20) ^ 0x5eed;
+        void* alone = nullptr;
+        v5->init(&alone, id + 1, 8, 1, captureLog, nullptr, nullptr);
+        Table lone;
+        int chLone = 0;
+        v5->getCollInfo(alone, kAllReduce, 65536, 1, lone.raw(), 7, 3, 0, &chLone);
+        CHILD_CHECK(lone.choice() == std::make_pair(1, 0) && chLone == 0, "one rank of eight declared: no bands");
+        v5->finalize(alone);
+        // All eight ranks in this process, as ncclCommInitAll makes them: every declaration is in.
+        std::vector<void*> ranks(8, nullptr);
+        for (void*& r : ranks) v5->init(&r, id, 8, 1, captureLog, nullptr, nullptr);
+        void* ctx = ranks[0];
         Table t;
         int nChannels = 0;
         v5->getCollInfo(ctx, kAllReduce, 65536, 1, t.raw(), 7, 3, 0, &nChannels);
@@ -240,7 +252,7 @@ TEST(PluginDlopen, AppliesTableBandsWithinNcclsRules) {
         Table ag;
         v5->getCollInfo(ctx, 2, 65536, 1, ag.raw(), 7, 3, 0, &ch3);
         CHILD_CHECK(ag.choice() == std::make_pair(1, 0), "all-gather has no band: untouched");
-        v5->finalize(ctx);
+        for (void* r : ranks) v5->finalize(r);
 
         // Multi-node communicators are never touched.
         void* multi = nullptr;
@@ -254,23 +266,25 @@ TEST(PluginDlopen, AppliesTableBandsWithinNcclsRules) {
         // v7 (NCCL 2.32.6+) applies the same band, and leaves NCCL's constants where they were.
         const auto* v7 = symbol<abi::TunerV7>(handle, "ncclTunerPlugin_v7");
         GuardedConstantsV7 constants7;
-        void* c7 = nullptr;
-        v7->init(&c7, 44, 8, 1, captureLog, nullptr, &constants7.c);
+        std::vector<void*> ranks7(8, nullptr);
+        for (void*& r : ranks7) v7->init(&r, id + 2, 8, 1, captureLog, nullptr, &constants7.c);
+        void* c7 = ranks7[0];
         const std::string damage = constants7.damage();
         CHILD_CHECK(damage.empty(), "v7 constants intact: " + damage);
         Table t7;
         int ch7 = 0;
         v7->getCollInfo(c7, kAllReduce, 65536, 1, t7.raw(), 7, 3, 0, &ch7);
         CHILD_CHECK(t7.choice() == std::make_pair(0, 2) && t7.ignored() == 17 && ch7 == 6, "v7 band: tree/simple/6");
-        v7->finalize(c7);
+        for (void* r : ranks7) v7->finalize(r);
 
-        // v2 gets the fully specified band as algorithm/protocol.
+        // v2 (NCCL 2.21; v3 and v4 alike, to 2.27) gives its tuner no communicator id, so no rank can
+        // learn that the others apply the same bands: none are applied.
         const auto* v2 = symbol<abi::TunerV2>(handle, "ncclTunerPlugin_v2");
         void* c2 = nullptr;
         v2->init(8, 1, captureLog, &c2);
         int algo = -1, proto = -1, ch5 = 0;
         v2->getCollInfo(c2, kAllReduce, 65536, 0, 0, 1, &algo, &proto, &ch5);
-        CHILD_CHECK(algo == 0 && proto == 2 && ch5 == 6, "v2 receives tree/simple/6");
+        CHILD_CHECK(algo == -1 && proto == -1 && ch5 == 0, "v2 without an agreement: NCCL's own choice");
         v2->destroy(c2);
       });
   EXPECT_EQ(problems, "");

@@ -99,7 +99,9 @@ int oneRank(uint64_t id, int rank, bool takesPart, int64_t timeoutMs = 5000) {
 
 // A child that becomes another user (CI and the GPU machine run as root; elsewhere: skipped).
 bool canBecomeAnotherUser() { return geteuid() == 0; }
-bool becomeAnotherUser() { return setresgid(kOtherUser, kOtherUser, kOtherUser) == 0 && setresuid(kOtherUser, kOtherUser, kOtherUser) == 0; }
+bool becomeAnotherUser() {
+  return setresgid(kOtherUser, kOtherUser, kOtherUser) == 0 && setresuid(kOtherUser, kOtherUser, kOtherUser) == 0;
+}
 
 // ---- another user ------------------------------------------------------------------------------
 
@@ -129,9 +131,9 @@ TEST(RendezvousSharing, ANameAnotherUserTookFirstMovesTheDirectoryToTheNextOne) 
   ASSERT_EQ(chmod(root, 01777), 0);  // as /dev/shm
   const int rc = inChild([&] {
     if (!becomeAnotherUser()) return 10;
-    if (mkdir(shmDirectoryCandidate(root, 0, 0).c_str(), 0777) != 0) return 11;            // a directory of theirs
-    if (mkfifo(shmDirectoryCandidate(root, 0, 1).c_str(), 0666) != 0) return 12;           // a FIFO
-    if (symlink("/tmp", shmDirectoryCandidate(root, 0, 2).c_str()) != 0) return 13;        // a link
+    if (mkdir(shmDirectoryCandidate(root, 0, 0).c_str(), 0777) != 0) return 11;      // a directory of theirs
+    if (mkfifo(shmDirectoryCandidate(root, 0, 1).c_str(), 0666) != 0) return 12;     // a FIFO
+    if (symlink("/tmp", shmDirectoryCandidate(root, 0, 2).c_str()) != 0) return 13;  // a link
     return 0;
   });
   ASSERT_EQ(rc, 0);
@@ -347,9 +349,8 @@ std::vector<int> bandsOf(uint64_t bands0, uint64_t bands1, bool rank1Declares = 
   void* shared = mmap(nullptr, sizeof(std::atomic<int>), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   auto* declared = new (shared) std::atomic<int>(0);
   const uint64_t id = freshId();
-  std::vector<int> codes = ranks(2, [&](int rank) {
-    return bandsRank(id, rank == 0 ? bands0 : bands1, rank == 0 || rank1Declares, declared);
-  });
+  std::vector<int> codes = ranks(
+      2, [&](int rank) { return bandsRank(id, rank == 0 ? bands0 : bands1, rank == 0 || rank1Declares, declared); });
   munmap(shared, sizeof(std::atomic<int>));
   return codes;
 }
