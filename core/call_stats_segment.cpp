@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,6 +24,7 @@ namespace {
 constexpr std::string_view kNamePrefix = "nccl-symmem-";
 constexpr std::string_view kNameSuffix = ".stats";
 constexpr int kCopyAttempts = 64;  // a slot changed under this many copies in a row is skipped
+constexpr int kNamesTried = 8;     // the process's own name, then names with a random suffix
 
 uint64_t realtimeNs() {
   timespec ts{};
@@ -47,72 +49,127 @@ std::string programName() {
 
 uint64_t loadWord(const void* at) { return __atomic_load_n(static_cast<const uint64_t*>(at), __ATOMIC_RELAXED); }
 
-// Copies `bytes` (a multiple of 8) word by word: each word whole, as the writer stored it.
-void copyWords(void* to, const void* from, size_t bytes) {
-  auto* out = static_cast<uint64_t*>(to);
-  const auto* in = static_cast<const uint64_t*>(from);
-  for (size_t i = 0; i < bytes / 8; ++i) out[i] = loadWord(in + i);
-}
-
 void storeWord(uint64_t* at, uint64_t value) { __atomic_store_n(at, value, __ATOMIC_RELAXED); }
 
 std::string boundedText(const char* field, size_t room) { return std::string(field, strnlen(field, room)); }
 
-// One kernel entry, inside the GPU counts' sequence window (copySlot): count read before and after the
-// other three words and equal, and its values possible together (min and max around the mean), a
-// second guard. An entry that keeps changing keeps its last copy.
-KernelEntry copyEntry(const KernelEntry& e) {
-  KernelEntry c{};
-  for (int tries = 0; tries < kCopyAttempts; ++tries) {
-    c.count = loadWord(&e.count);
-    std::atomic_thread_fence(std::memory_order_acquire);
-    c.sumNs = loadWord(&e.sumNs);
-    c.minNs = loadWord(&e.minNs);
-    c.maxNs = loadWord(&e.maxNs);
-    std::atomic_thread_fence(std::memory_order_acquire);
-    if (loadWord(&e.count) != c.count) continue;
-    if (c.count == 0) break;
-    const unsigned __int128 n = c.count;
-    if (c.minNs <= c.maxNs && n * c.minNs <= c.sumNs && c.sumNs <= n * c.maxNs) break;
+// Reads `bytes` at `offset` whole; false when the file ends first (it shrank since its size was
+// checked) or cannot be read. A read past a file's end is a short count, where a load from a mapping
+// past it would be a SIGBUS: a file's owner can shrink it at any moment.
+bool readAt(int fd, void* to, size_t bytes, uint64_t offset) {
+  size_t done = 0;
+  while (done < bytes) {
+    const ssize_t n = pread(fd, static_cast<char*>(to) + done, bytes - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
   }
-  return c;
+  return true;
 }
 
-// One slot, consistently; false when it kept changing (or is free). The GPU's entries are copied inside
-// the same window as the identity and the host's counters: a slot claimed again for another
-// communicator while they are copied is copied again, never mixed.
-bool copySlot(const CommSlot& live, int index, SlotSnapshot* out) {
-  alignas(CommSlot) static thread_local unsigned char scratch[sizeof(CommSlot)];
-  auto* copy = reinterpret_cast<CommSlot*>(scratch);
+// A slot's two sequence words (the slot's and its GPU counts'), as one read of each found them.
+struct SlotSeqs {
+  uint64_t slot = 0, gpu = 0;
+  bool settled() const { return ((slot | gpu) & 1u) == 0; }
+  bool operator==(const SlotSeqs&) const = default;
+};
+
+bool readSeqs(int fd, uint64_t slotAt, SlotSeqs* s) {
+  return readAt(fd, &s->slot, sizeof s->slot, slotAt + offsetof(CommSlot, seq)) &&
+         readAt(fd, &s->gpu, sizeof s->gpu, slotAt + offsetof(CommSlot, gpu.seq));
+}
+
+enum class SlotCopy { Copied, Free, Unsettled, Shrunk };
+
+// One slot into `copy`, between two equal, even reads of both sequence words: a slot claimed again
+// for another communicator, or its GPU counts rewritten, while it is copied is copied again, never
+// mixed. Each pread is one system call: the reads are in program order (x86-64 keeps loads in
+// order), and the kernel copies aligned memory in whole 8-byte words or wider, so each counter is
+// its value before or after a store. A free slot (most of them) is one read of its identity: free
+// when it was read is a true answer, whatever the writer does next.
+SlotCopy copySlot(int fd, int index, CommSlot* copy) {
+  const uint64_t at = kHeaderBytes + static_cast<uint64_t>(index) * kSlotBytes;
+  constexpr size_t kIdentityBytes = offsetof(CommSlot, calls);
+  if (!readAt(fd, copy, kIdentityBytes, at)) return SlotCopy::Shrunk;
+  if (copy->state == SlotState::Free) return SlotCopy::Free;
   for (int attempt = 0; attempt < kCopyAttempts; ++attempt) {
-    const uint64_t before = __atomic_load_n(&live.seq, __ATOMIC_ACQUIRE);
-    if (before & 1u) continue;
-    const uint64_t gpuBefore = __atomic_load_n(&live.gpu.seq, __ATOMIC_ACQUIRE);
-    if (gpuBefore & 1u) continue;
-    copyWords(copy, &live, offsetof(CommSlot, gpu.timed));
-    for (int k = 0; k < kKernelKinds; ++k)
-      for (int b = 0; b < kBuckets; ++b) copy->gpu.timed[k][b] = copyEntry(live.gpu.timed[k][b]);
-    std::atomic_thread_fence(std::memory_order_acquire);
-    if (__atomic_load_n(&live.seq, __ATOMIC_RELAXED) != before ||
-        __atomic_load_n(&live.gpu.seq, __ATOMIC_RELAXED) != gpuBefore)
-      continue;
-    if (copy->state == SlotState::Free) return false;
-    out->index = index;
-    out->state = copy->state;
-    out->rank = copy->rank;
-    out->nRanks = copy->nRanks;
-    out->device = copy->device;
-    out->comm = copy->comm;
-    out->openedNs = copy->openedNs;
-    out->closedNs = copy->closedNs;
-    out->symmetric = copy->symmetric != 0;
-    out->gpuSampling = copy->gpuSampling;
-    out->path = boundedText(copy->path, kPathBytes);
-    std::memcpy(out->calls, copy->calls, sizeof(out->calls));
-    out->gpu = copy->gpu;
-    return true;
+    SlotSeqs before, after;
+    if (!readSeqs(fd, at, &before)) return SlotCopy::Shrunk;
+    if (!before.settled()) continue;
+    if (!readAt(fd, copy, kIdentityBytes, at)) return SlotCopy::Shrunk;
+    const bool free = copy->state == SlotState::Free;
+    if (!free && !readAt(fd, reinterpret_cast<char*>(copy) + kIdentityBytes, sizeof(CommSlot) - kIdentityBytes,
+                         at + kIdentityBytes))
+      return SlotCopy::Shrunk;
+    if (!readSeqs(fd, at, &after)) return SlotCopy::Shrunk;
+    if (after == before) return free ? SlotCopy::Free : SlotCopy::Copied;
   }
-  return false;
+  return SlotCopy::Unsettled;
+}
+
+// A GPU entry's values possible together: min and max around the mean. The writer stores entries
+// whole under the GPU counts' sequence word, so one that is not was made by no writer.
+bool plausible(const KernelEntry& e) {
+  if (e.count == 0) return e.sumNs == 0 && e.minNs == 0 && e.maxNs == 0;
+  const unsigned __int128 n = e.count;
+  return e.minNs <= e.maxNs && n * e.minNs <= e.sumNs && e.sumNs <= n * e.maxNs;
+}
+
+// A copied slot as a reader shows it; false for a state no writer leaves (Free was skipped before).
+bool takeSlot(const CommSlot& copy, int index, SlotSnapshot* out) {
+  if (copy.state != SlotState::Live && copy.state != SlotState::Ended) return false;
+  out->index = index;
+  out->state = copy.state;
+  out->rank = copy.rank;
+  out->nRanks = copy.nRanks;
+  out->device = copy.device;
+  out->comm = copy.comm;
+  out->openedNs = copy.openedNs;
+  out->closedNs = copy.closedNs;
+  out->symmetric = copy.symmetric != 0;
+  out->gpuSampling = copy.gpuSampling;
+  out->path = boundedText(copy.path, kPathBytes);
+  std::memcpy(out->calls, copy.calls, sizeof(out->calls));
+  out->gpu = copy.gpu;
+  for (auto& kind : out->gpu.timed)
+    for (KernelEntry& e : kind)
+      if (!plausible(e)) e = KernelEntry{};
+  return true;
+}
+
+// A suffix nobody can guess ahead, 1 to 2^32 - 1 (getrandom; the clock where it fails).
+uint32_t randomSuffix() {
+  uint32_t v = 0;
+  if (getrandom(&v, sizeof v, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof v)) {
+    const uint64_t t = realtimeNs();
+    v = static_cast<uint32_t>(t ^ (t >> 32));
+  }
+  return v == 0 ? 1 : v;
+}
+
+// A new file at `path`, never one that exists (O_EXCL, no link followed). A file there that is this
+// user's was left by an ended process of this user with this PID: replaced. -1 with errno; EEXIST:
+// the name is another user's (anyone may make a name in /dev/shm before this process does).
+int createNewFile(const std::string& path) {
+  constexpr int kFlags = O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+  const int fd = open(path.c_str(), kFlags, 0600);
+  if (fd >= 0 || errno != EEXIST) return fd;
+  struct stat st {};
+  if (lstat(path.c_str(), &st) != 0 || st.st_uid != geteuid() || unlink(path.c_str()) != 0) {
+    errno = EEXIST;
+    return -1;
+  }
+  return open(path.c_str(), kFlags, 0600);
+}
+
+// Reserves the file's whole size: on a full file system that is an error here, where a sparse file
+// (ftruncate) would be a SIGBUS at the first store into a page that cannot be had.
+int reserve(int fd, size_t bytes) {
+  int e;
+  do {
+    e = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+  } while (e == EINTR);
+  return e;
 }
 
 }  // namespace
@@ -189,8 +246,9 @@ std::string segmentDirectory(const std::string& dirSetting) {
   return dirSetting.empty() ? std::string(kDefaultDirectory) : dirSetting;
 }
 
-std::string segmentFileName(uid_t uid, pid_t pid) {
-  return std::string(kNamePrefix) + std::to_string(uid) + "-" + std::to_string(pid) + std::string(kNameSuffix);
+std::string segmentFileName(uid_t uid, pid_t pid, uint32_t suffix) {
+  return std::string(kNamePrefix) + std::to_string(uid) + "-" + std::to_string(pid) +
+         (suffix == 0 ? "" : "." + std::to_string(suffix)) + std::string(kNameSuffix);
 }
 
 std::optional<SegmentName> parseSegmentFileName(std::string_view name) {
@@ -199,6 +257,7 @@ std::optional<SegmentName> parseSegmentFileName(std::string_view name) {
   name.remove_suffix(kNameSuffix.size());
   const size_t dash = name.find('-');
   if (dash == std::string_view::npos) return std::nullopt;
+  const size_t dot = name.find('.', dash);
   auto number = [](std::string_view digits, uint64_t limit) -> std::optional<uint64_t> {
     if (digits.empty() || digits.size() > 10) return std::nullopt;
     uint64_t v = 0;
@@ -209,9 +268,11 @@ std::optional<SegmentName> parseSegmentFileName(std::string_view name) {
     return v <= limit ? std::optional<uint64_t>(v) : std::nullopt;
   };
   const auto uid = number(name.substr(0, dash), 0xffffffffu);
-  const auto pid = number(name.substr(dash + 1), 0x7fffffff);
-  if (!uid || !pid || *pid == 0) return std::nullopt;
-  return SegmentName{static_cast<uid_t>(*uid), static_cast<pid_t>(*pid)};
+  const auto pid = number(name.substr(dash + 1, dot == std::string_view::npos ? dot : dot - dash - 1), 0x7fffffff);
+  const auto suffix =
+      dot == std::string_view::npos ? std::optional<uint64_t>(0) : number(name.substr(dot + 1), 0xffffffffu);
+  if (!uid || !pid || *pid == 0 || !suffix || (dot != std::string_view::npos && *suffix == 0)) return std::nullopt;
+  return SegmentName{static_cast<uid_t>(*uid), static_cast<pid_t>(*pid), static_cast<uint32_t>(*suffix)};
 }
 
 std::optional<uint64_t> processStartTicks(pid_t pid) {
@@ -229,6 +290,18 @@ std::optional<uint64_t> processStartTicks(pid_t pid) {
   } catch (...) {
     return std::nullopt;
   }
+}
+
+bool processRunsAs(pid_t pid, uid_t uid) {
+  const BoundedFileText status = readBoundedFile("/proc/" + std::to_string(pid) + "/status", 16384);
+  if (!status.ok()) return false;
+  const size_t at = status.text.find("\nUid:");
+  if (at == std::string::npos) return false;
+  const size_t end = status.text.find('\n', at + 1);
+  std::istringstream ids(status.text.substr(at + 5, end == std::string::npos ? end : end - at - 5));
+  for (uint64_t id; ids >> id;)  // real, effective, saved, filesystem
+    if (id == uid) return true;
+  return false;
 }
 
 void initHeader(Header* h, pid_t pid, uint64_t startTicks, const std::string& program,
@@ -259,20 +332,24 @@ void publish(Header* h) {
 std::unique_ptr<WrittenSegment> WrittenSegment::createShared(const std::string& dir, const std::string& program,
                                                              const std::string& pluginVersion, std::string* why) {
   const pid_t pid = getpid();
-  const std::string path = dir + "/" + segmentFileName(getuid(), pid);
+  std::string path;
   int fd = -1;
-  for (int attempt = 0; attempt < 2 && fd < 0; ++attempt) {
-    fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    // Ours by name (this user, this PID): left by an ended process that had this PID before.
-    if (fd < 0 && errno == EEXIST && attempt == 0) unlink(path.c_str());
+  for (int i = 0; i < kNamesTried && fd < 0; ++i) {
+    path = dir + "/" + segmentFileName(geteuid(), pid, i == 0 ? 0 : randomSuffix());
+    fd = createNewFile(path);
+    if (fd < 0 && errno != EEXIST) break;
   }
   if (fd < 0) {
-    *why = path + ": cannot create: " + errnoText(errno);
+    *why = errno == EEXIST ? dir + ": cannot create a statistics file: its name and " +
+                                 std::to_string(kNamesTried - 1) + " suffixed ones are other users' files"
+                           : path + ": cannot create: " + errnoText(errno);
     return nullptr;
   }
   void* base = MAP_FAILED;
-  if (fchmod(fd, 0600) != 0 || ftruncate(fd, static_cast<off_t>(kSegmentBytes)) != 0) {
-    *why = path + ": cannot size: " + errnoText(errno);
+  if (fchmod(fd, 0600) != 0) {
+    *why = path + ": cannot make it mode 0600: " + errnoText(errno);
+  } else if (const int e = reserve(fd, kSegmentBytes); e != 0) {
+    *why = path + ": cannot reserve its " + std::to_string(kSegmentBytes) + " bytes: " + errnoText(e);
   } else {
     base = mmap(nullptr, kSegmentBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (base == MAP_FAILED) *why = path + ": cannot map: " + errnoText(errno);
@@ -312,28 +389,28 @@ WrittenSegment::~WrittenSegment() {
 uint64_t SlotSnapshot::routeCalls(Route r) const {
   uint64_t n = 0;
   for (int b = 0; b < kBuckets; ++b)
-    for (int m = 0; m < kModes; ++m) n += calls[static_cast<int>(r)][b][m];
+    for (int m = 0; m < kModes; ++m) n = addCounts(n, calls[static_cast<int>(r)][b][m]);
   return n;
 }
 
 uint64_t SlotSnapshot::totalCalls() const {
   uint64_t n = 0;
-  for (int r = 0; r < kRoutes; ++r) n += routeCalls(static_cast<Route>(r));
+  for (int r = 0; r < kRoutes; ++r) n = addCounts(n, routeCalls(static_cast<Route>(r)));
   return n;
 }
 
 uint64_t timedRuns(const GpuCounts& g, int kind) {
   uint64_t n = 0;
-  for (int b = 0; b < kBuckets; ++b) n += g.timed[kind][b].count;
+  for (int b = 0; b < kBuckets; ++b) n = addCounts(n, g.timed[kind][b].count);
   return n;
 }
 
 uint64_t kindRuns(const GpuCounts& g, uint32_t sampling, int kind) {
   const uint64_t mine = timedRuns(g, kind);
   if (sampling == 1 || mine == 0) return mine;
-  uint64_t all = 0;
+  uint64_t all = 0;  // at least `mine`, so not 0: the sums saturate
   for (int k = 0; k < kKernelKinds; ++k)
-    if (algorithmOf(k) == algorithmOf(kind)) all += timedRuns(g, k);
+    if (algorithmOf(k) == algorithmOf(kind)) all = addCounts(all, timedRuns(g, k));
   const unsigned __int128 share = static_cast<unsigned __int128>(g.runs[algorithmOf(kind)]) * mine;
   return static_cast<uint64_t>((share + all / 2) / all);
 }
@@ -380,28 +457,36 @@ SegmentRead readSegment(const std::string& path) {
       h.buckets != kBuckets || h.kernelKinds != kKernelKinds || h.modes != kModes ||
       static_cast<uint64_t>(st.st_size) != kSegmentBytes) {
     close(fd);
-    return fail(SegmentRead::Outcome::Refused, "layout version 1 with other sizes than this reader's: refused");
+    return fail(SegmentRead::Outcome::Refused,
+                "layout version " + std::to_string(kLayoutVersion) + " with other sizes than this reader's: refused");
   }
-  void* base = mmap(nullptr, kSegmentBytes, PROT_READ, MAP_SHARED, fd, 0);
-  close(fd);
-  if (base == MAP_FAILED) return fail(SegmentRead::Outcome::Unreadable, "cannot map: " + errnoText(errno));
+  if (h.pid <= 0 || h.pid > 0x7fffffff) {
+    close(fd);
+    return fail(SegmentRead::Outcome::Refused, "its header names no process (pid " + std::to_string(h.pid) + ")");
+  }
   ProcessSnapshot& s = out.snapshot;
   s.file = path;
   s.pid = static_cast<pid_t>(h.pid);
   s.uid = st.st_uid;
   s.startTicks = h.startTicks;
   s.createdNs = h.createdNs;
+  s.untrackedComms = h.untrackedComms;
   s.program = boundedText(h.program, sizeof(h.program));
   s.pluginVersion = boundedText(h.pluginVersion, sizeof(h.pluginVersion));
-  const auto* live = static_cast<const char*>(base);
-  s.untrackedComms = loadWord(&reinterpret_cast<const Header*>(live)->untrackedComms);
+  alignas(CommSlot) static thread_local unsigned char scratch[sizeof(CommSlot)];
+  auto* copy = reinterpret_cast<CommSlot*>(scratch);
   for (int i = 0; i < kSlots; ++i) {
-    const auto* slot = reinterpret_cast<const CommSlot*>(live + kHeaderBytes + size_t(i) * kSlotBytes);
-    SlotSnapshot copy;
-    if (copySlot(*slot, i, &copy)) s.comms.push_back(std::move(copy));
+    const SlotCopy c = copySlot(fd, i, copy);
+    if (c == SlotCopy::Shrunk) {
+      close(fd);
+      out.snapshot = ProcessSnapshot{};
+      return fail(SegmentRead::Outcome::Unreadable, "shrank while it was read");
+    }
+    SlotSnapshot slot;
+    if (c == SlotCopy::Copied && takeSlot(*copy, i, &slot)) s.comms.push_back(std::move(slot));
   }
+  close(fd);
   s.takenNs = realtimeNs();
-  munmap(base, kSegmentBytes);
   out.outcome = SegmentRead::Outcome::Ok;
   return out;
 }
@@ -419,8 +504,28 @@ std::vector<SegmentFile> listSegments(const std::string& dir) {
     out.push_back(SegmentFile{path, *name, st.st_uid});
   }
   closedir(d);
-  std::sort(out.begin(), out.end(), [](const SegmentFile& a, const SegmentFile& b) { return a.name.pid < b.name.pid; });
+  std::sort(out.begin(), out.end(), [](const SegmentFile& a, const SegmentFile& b) {
+    return a.name.pid != b.name.pid ? a.name.pid < b.name.pid : a.name.suffix < b.name.suffix;
+  });
   return out;
+}
+
+SegmentRead readNamedSegment(const SegmentFile& f) {
+  SegmentRead r = readSegment(f.path);
+  if (r.outcome != SegmentRead::Outcome::Ok) return r;
+  std::string why;
+  if (r.snapshot.uid != f.name.uid) {
+    why = "owned by uid " + std::to_string(r.snapshot.uid) + ", not by uid " + std::to_string(f.name.uid) +
+          " as its name says (not shown)";
+  } else if (r.snapshot.pid != f.name.pid) {
+    why = "its header names pid " + std::to_string(r.snapshot.pid) + ", its name pid " + std::to_string(f.name.pid) +
+          " (not shown)";
+  }
+  if (why.empty()) return r;
+  SegmentRead refused;
+  refused.outcome = SegmentRead::Outcome::Refused;
+  refused.error = f.path + ": " + why;
+  return refused;
 }
 
 bool writerAlive(const ProcessSnapshot& s) {

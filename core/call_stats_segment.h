@@ -4,6 +4,13 @@
 // by symmem-stat and symmem-report. One file per process, `nccl-symmem-<uid>-<pid>.stats` in
 // /dev/shm (SYMMEM_STATS_DIR elsewhere), mode 0600, removed when the process exits; a reader reports
 // the files of processes that ended without removing theirs, and removes only its own user's.
+//
+// /dev/shm is every user's: anyone may make a file under any name not taken yet, this process's name
+// included, and fill it with any bytes. So the writer makes its file under a suffixed name where its
+// own is taken, and the reader trusts nothing in a file: it reads only files owned by the uid in
+// their name, of a running process of that uid with the PID in their name and header; it copies
+// them with pread (a file shrunk meanwhile is a short read, never a SIGBUS) and sums their counts
+// without wrapping.
 #include <sys/types.h>
 
 #include <cstdint>
@@ -21,19 +28,32 @@ inline constexpr const char* kDefaultDirectory = "/dev/shm";
 
 // `dirSetting` (SYMMEM_STATS_DIR) when set, else /dev/shm.
 std::string segmentDirectory(const std::string& dirSetting);
-std::string segmentFileName(uid_t uid, pid_t pid);
+// `suffix` 0: the process's own name; else `nccl-symmem-<uid>-<pid>.<suffix>.stats`, made where
+// another user took the own name first.
+std::string segmentFileName(uid_t uid, pid_t pid, uint32_t suffix = 0);
 // The owner and process a file name names; nullopt for any other name.
 struct SegmentName {
   uid_t uid;
   pid_t pid;
+  uint32_t suffix = 0;
 };
 std::optional<SegmentName> parseSegmentFileName(std::string_view name);
 
 // A process's start time in clock ticks since boot (field 22 of /proc/PID/stat), nullopt when no such
 // process exists. With the PID it names one process: a PID reused later has another start time.
 std::optional<uint64_t> processStartTicks(pid_t pid);
+// Whether the process `pid` runs as `uid` (as its real, effective, saved or filesystem uid:
+// /proc/PID/status); false when it cannot be read.
+bool processRunsAs(pid_t pid, uid_t uid);
 
-// The timed executions of a kernel kind, over every bucket.
+// Counts read from a file are any 64-bit values: their sums stop at UINT64_MAX instead of wrapping
+// (a sum wrapped to 0 would be a divisor of 0).
+constexpr uint64_t addCounts(uint64_t a, uint64_t b) {
+  uint64_t sum = 0;
+  return __builtin_add_overflow(a, b, &sum) ? UINT64_MAX : sum;
+}
+
+// The timed executions of a kernel kind, over every bucket (addCounts).
 uint64_t timedRuns(const GpuCounts& g, int kind);
 // A kernel kind's executions: with every call timed (`sampling` 1), its timed count; else its
 // algorithm's executions shared among the algorithm's kinds as their timed executions are (exact when
@@ -49,8 +69,13 @@ void storeGpuCounts(GpuCounts* to, const GpuCounts& from);
 
 class WrittenSegment {
  public:
-  // A file in `dir` that other processes can read. A file of the same name left by an ended process
-  // with this PID is replaced. nullptr with `why` when it cannot be made (no such directory, full).
+  // A file in `dir` that other processes can read, named for this process's effective uid (the
+  // owner the file gets) and PID. A file of that name that is this user's was left by an ended
+  // process with this PID and is replaced; one that is another user's is left alone and the file is
+  // made under the name with a random suffix (O_EXCL: never someone else's file). Its whole size is
+  // reserved before it is mapped (posix_fallocate), so that a full directory is a nullptr here and
+  // never a SIGBUS at a later store. nullptr with `why` when it cannot be made (no such directory,
+  // full, every name tried taken).
   static std::unique_ptr<WrittenSegment> createShared(const std::string& dir, const std::string& program,
                                                       const std::string& pluginVersion, std::string* why);
   // The same layout in this process's memory only: counters for the summary lines, no live view.
@@ -120,15 +145,22 @@ struct SegmentRead {
 // Reads the segment file `path`: a regular file of exactly kSegmentBytes, this layout's magic, version
 // and sizes (anything else is Refused, saying which layout it is), each slot copied consistently
 // (a slot that keeps changing under the copy is retried, then skipped with the copy's other slots).
+// Copied with pread, never mapped: a file that shrinks while it is read is Unreadable, not a SIGBUS.
+// A slot no writer makes (a state other than live or ended) is skipped; a GPU entry whose values are
+// impossible together (min above max, a sum outside count x min .. count x max) is read as empty.
 SegmentRead readSegment(const std::string& path);
 
-// The segment files in `dir` (any owner), by name; `owner` from the file's metadata.
+// The segment files in `dir` (any owner), by pid, then suffix; `owner` from the file's metadata.
 struct SegmentFile {
   std::string path;
   SegmentName name;
   uid_t owner;
 };
 std::vector<SegmentFile> listSegments(const std::string& dir);
+
+// readSegment, and the file is whom its name says: owned (the opened file's owner) by the uid in its
+// name, its header's PID the one in its name. One that is not is Refused, saying whose it is.
+SegmentRead readNamedSegment(const SegmentFile& f);
 
 // Whether the process that wrote `s` still runs (same PID, same start time).
 bool writerAlive(const ProcessSnapshot& s);

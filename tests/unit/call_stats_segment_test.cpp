@@ -311,12 +311,39 @@ TEST(CallStatsSegment, FileNames) {
   EXPECT_EQ(big->uid, 4294967295u);
   EXPECT_EQ(big->pid, 2147483647);
   EXPECT_TRUE(parseSegmentFileName("nccl-symmem-0-1.stats"));
-  for (const char* bad :
-       {"nccl-symmem-1000-0.stats", "nccl-symmem-1000-2147483648.stats", "nccl-symmem-4294967296-1.stats",
-        "nccl-symmem-1000.stats", "nccl-symmem--42.stats", "nccl-symmem-1000-.stats", "nccl-symmem-1000-42.stat",
-        "nccl-symmem-1000-42.stats.tmp", "nccl-symmem-1000-4-2.stats", "nccl-symmem-+1-42.stats",
-        "nccl-symmem-1000--42.stats", "nccl-symmem-1000-42x.stats", "nccl-symmem-12345678901-1.stats",
-        "nccl-symmem-1000-042 .stats", "xnccl-symmem-1000-42.stats", "nccl-symmem-.stats", ".stats", ""}) {
+  EXPECT_EQ(ok->suffix, 0u);
+  // A name another user took first: the same with a suffix.
+  EXPECT_EQ(segmentFileName(1000, 42, 7), "nccl-symmem-1000-42.7.stats");
+  const auto suffixed = parseSegmentFileName("nccl-symmem-1000-42.4294967295.stats");
+  ASSERT_TRUE(suffixed);
+  EXPECT_EQ(suffixed->uid, 1000u);
+  EXPECT_EQ(suffixed->pid, 42);
+  EXPECT_EQ(suffixed->suffix, 4294967295u);
+  for (const char* bad : {"nccl-symmem-1000-0.stats",
+                          "nccl-symmem-1000-2147483648.stats",
+                          "nccl-symmem-4294967296-1.stats",
+                          "nccl-symmem-1000.stats",
+                          "nccl-symmem--42.stats",
+                          "nccl-symmem-1000-.stats",
+                          "nccl-symmem-1000-42.stat",
+                          "nccl-symmem-1000-42.stats.tmp",
+                          "nccl-symmem-1000-4-2.stats",
+                          "nccl-symmem-+1-42.stats",
+                          "nccl-symmem-1000--42.stats",
+                          "nccl-symmem-1000-42x.stats",
+                          "nccl-symmem-12345678901-1.stats",
+                          "nccl-symmem-1000-042 .stats",
+                          "xnccl-symmem-1000-42.stats",
+                          "nccl-symmem-.stats",
+                          ".stats",
+                          "",
+                          "nccl-symmem-1000-42..stats",
+                          "nccl-symmem-1000-42.0.stats",
+                          "nccl-symmem-1000-42.4294967296.stats",
+                          "nccl-symmem-1000-42.1.2.stats",
+                          "nccl-symmem-1000-42.x.stats",
+                          "nccl-symmem-1000.1-42.stats",
+                          "nccl-symmem-1000-.1.stats"}) {
     EXPECT_FALSE(parseSegmentFileName(bad)) << bad;
   }
   EXPECT_EQ(segmentDirectory(""), "/dev/shm");
@@ -379,7 +406,8 @@ TEST(CallStatsSegment, AReaderNeverSeesATornSlot) {
         for (uint64_t c : bucket) whole = whole && c == n;
     for (uint64_t runs : s.gpu.runs) whole = whole && runs == n;
     for (const auto& kind : s.gpu.timed)
-      for (const KernelEntry& e : kind) whole = whole && e.count == n && e.sumNs == n && e.minNs == n && e.maxNs == n;
+      for (const KernelEntry& e : kind)
+        whole = whole && e.count == n && e.sumNs == n * n && e.minNs == n && e.maxNs == n;
     ++copies;
     if (!whole && torn++ == 0) firstTorn = "comm " + std::to_string(n) + ", path '" + s.path + "'";
   }

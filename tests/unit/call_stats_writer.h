@@ -38,7 +38,8 @@ inline void endChange(stats::CommSlot* s) {
 }
 
 // Claims `s` for a communicator: identity written, every counter set to `fill` (0 as the plugin does;
-// the race tests fill them with a value derived from the identity).
+// the race tests fill them with a value derived from the identity), each GPU entry `fill` executions
+// of `fill` ns (sum fill x fill: values possible together, which a reader checks).
 inline void claimSlot(stats::CommSlot* s, const SlotIdentity& id, uint64_t fill = 0) {
   beginChange(s);
   __atomic_store_n(reinterpret_cast<uint32_t*>(&s->state), static_cast<uint32_t>(id.state), __ATOMIC_RELAXED);
@@ -59,7 +60,7 @@ inline void claimSlot(stats::CommSlot* s, const SlotIdentity& id, uint64_t fill 
   for (auto& kind : s->gpu.timed)
     for (stats::KernelEntry& e : kind) {
       storeWord(&e.count, fill);
-      storeWord(&e.sumNs, fill);
+      storeWord(&e.sumNs, fill * fill);
       storeWord(&e.minNs, fill);
       storeWord(&e.maxNs, fill);
     }

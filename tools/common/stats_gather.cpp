@@ -79,13 +79,22 @@ StatsGathered gatherStats(const StatsGatherRequest& request) {
   for (const stats::SegmentFile& f : files) {
     const std::string shown = printableText(f.path);
     const FileIdentity identity = identityOf(f.path);
-    stats::SegmentRead read = stats::readSegment(f.path);
+    stats::SegmentRead read = stats::readNamedSegment(f);
     switch (read.outcome) {
       case stats::SegmentRead::Outcome::Ok:
         if (!stats::writerAlive(read.snapshot)) {
           ++out.endedFiles;
           out.notes.push_back("pid " + std::to_string(f.name.pid) + " ended without removing its statistics file " +
                               shown + removeEndedFile(f, identity, read.snapshot.startTicks, request.removeEnded));
+          break;
+        }
+        // Another user can make a file of their own under their uid and any PID, with any start time
+        // (anyone can read it in /proc): the process with that PID must run as the file's owner.
+        if (!stats::processRunsAs(read.snapshot.pid, read.snapshot.uid)) {
+          ++out.filesUnusable;
+          out.notes.push_back("skipped " + shown + ": pid " + std::to_string(read.snapshot.pid) +
+                              " does not run as uid " + std::to_string(read.snapshot.uid) +
+                              ", who owns the file (not shown)");
           break;
         }
         out.processes.push_back(std::move(read.snapshot));

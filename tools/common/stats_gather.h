@@ -4,7 +4,10 @@
 // (core/call_stats_segment.h) for symmem-stat and symmem-report: every file of the directory, or those
 // of the PIDs asked for, each either read or turned into one line that says why not. A file left by
 // a process that ended is reported, and removed when this user owns it and the caller allows it (never
-// another user's). docs/live-stats.md describes the files.
+// another user's). A file is shown only when it is whom its name says: owned by the uid in its name,
+// of a running process of that uid with the PID in its name and header; any other is skipped with a
+// line that says whose it is (another user can make a file under any name not yet taken in /dev/shm).
+// docs/live-stats.md describes the files.
 #include <sys/types.h>
 
 #include <string>

@@ -48,9 +48,9 @@ std::string rtrimmed(std::string s) {
 // One line of the table: the columns at their widths.
 std::string tableLine(const char* lead, const std::vector<std::string>& c) {
   char buf[512];
-  std::snprintf(buf, sizeof buf, "%s%6s  %-15s  %-14s  %-7s  %-21s  %9s  %11s  %-14s  %10s  %9s  %9s  %9s", lead,
+  std::snprintf(buf, sizeof buf, "%s%6s  %5s  %-15s  %-14s  %-7s  %-21s  %9s  %11s  %-14s  %10s  %9s  %9s  %9s", lead,
                 c[0].c_str(), c[1].c_str(), c[2].c_str(), c[3].c_str(), c[4].c_str(), c[5].c_str(), c[6].c_str(),
-                c[7].c_str(), c[8].c_str(), c[9].c_str(), c[10].c_str(), c[11].c_str());
+                c[7].c_str(), c[8].c_str(), c[9].c_str(), c[10].c_str(), c[11].c_str(), c[12].c_str());
   return rtrimmed(buf);
 }
 
@@ -68,9 +68,15 @@ std::string modeShare(const RouteFigures& r) {
   return std::to_string(100 - captured) + "/" + std::to_string(captured);
 }
 
+// The process, and whose it is: another user's process can be the one with a PID.
+std::string processLabels(const ProcessSnapshot& p) {
+  return "pid=\"" + std::to_string(p.pid) + "\",uid=\"" + std::to_string(p.uid) + "\",program=\"" +
+         prometheusLabelValue(p.program) + "\"";
+}
+
 std::string identityLabels(const ProcessSnapshot& p, const SlotSnapshot& s) {
-  return "pid=\"" + std::to_string(p.pid) + "\",program=\"" + prometheusLabelValue(p.program) + "\",comm=\"" +
-         hexComm(s.comm) + "\",rank=\"" + std::to_string(s.rank) + "\",nranks=\"" + std::to_string(s.nRanks) + "\"";
+  return processLabels(p) + ",comm=\"" + hexComm(s.comm) + "\",rank=\"" + std::to_string(s.rank) + "\",nranks=\"" +
+         std::to_string(s.nRanks) + "\"";
 }
 
 std::string bucketLeLabel(int b) {
@@ -134,15 +140,16 @@ std::vector<CommFigures> commFigures(const ProcessSnapshot& now, const ProcessSn
       const Route route = static_cast<Route>(ri);
       RouteFigures f;
       f.route = route;
+      // Sums that saturate (stats::addCounts): the counts are a file's, any values.
       for (int b = 0; b < stats::kBuckets; ++b) {
         const uint64_t e = s.calls[ri][b][stats::kEager], k = s.calls[ri][b][stats::kCaptured];
-        f.eager += e;
-        f.captured += k;
-        if (e + k == 0) continue;
+        f.eager = stats::addCounts(f.eager, e);
+        f.captured = stats::addCounts(f.captured, k);
+        if (e == 0 && k == 0) continue;
         if (f.smallest < 0) f.smallest = b;
         f.largest = b;
       }
-      f.calls = f.eager + f.captured;
+      f.calls = stats::addCounts(f.eager, f.captured);
       if (f.calls == 0) continue;
       const uint64_t counted = f.calls - (earlier != nullptr ? earlier->routeCalls(route) : 0);
       if (c.rateSeconds > 0) f.perSecond = static_cast<double>(counted) / c.rateSeconds;
@@ -152,8 +159,8 @@ std::vector<CommFigures> commFigures(const ProcessSnapshot& now, const ProcessSn
           if (e.count == 0) continue;
           f.gpuMinNs = f.gpuTimed == 0 ? e.minNs : std::min(f.gpuMinNs, e.minNs);
           f.gpuMaxNs = std::max(f.gpuMaxNs, e.maxNs);
-          f.gpuTimed += e.count;
-          f.gpuSumNs += e.sumNs;
+          f.gpuTimed = stats::addCounts(f.gpuTimed, e.count);
+          f.gpuSumNs = stats::addCounts(f.gpuSumNs, e.sumNs);
         }
         f.gpuExecutions = stats::kindRuns(s.gpu, s.gpuSampling, ri);
         const uint64_t before = earlier != nullptr ? stats::kindRuns(earlier->gpu, earlier->gpuSampling, ri) : 0;
@@ -168,9 +175,9 @@ std::vector<CommFigures> commFigures(const ProcessSnapshot& now, const ProcessSn
 }
 
 std::string statsTableHeader() {
-  return tableLine("#", {"pid", "program", "comm", "rank", "route", "calls/s", "calls", "sizes", "eager/capt",
+  return tableLine("#", {"pid", "uid", "program", "comm", "rank", "route", "calls/s", "calls", "sizes", "eager/capt",
                          "gpu runs/s", "gpu mean", "gpu max"}) +
-         "\n" + tableLine("#", {"", "", "", "", "", "1/s", "", "bytes", "%", "1/s", "us", "us"}) + "\n";
+         "\n" + tableLine("#", {"", "", "", "", "", "", "1/s", "", "bytes", "%", "1/s", "us", "us"}) + "\n";
 }
 
 std::vector<std::string> statsTableRows(const std::vector<ProcessSnapshot>& now,
@@ -181,6 +188,7 @@ std::vector<std::string> statsTableRows(const std::vector<ProcessSnapshot>& now,
       const SlotSnapshot& s = *c.slot;
       const bool ended = s.state == stats::SlotState::Ended;
       std::vector<std::string> cols = {std::to_string(p.pid),
+                                       std::to_string(p.uid),
                                        programColumn(p.program),
                                        hexComm(s.comm),
                                        std::to_string(s.rank) + "/" + std::to_string(s.nRanks),
@@ -194,15 +202,15 @@ std::vector<std::string> statsTableRows(const std::vector<ProcessSnapshot>& now,
                                        "-"};
       if (c.routes.empty()) rows.push_back(tableLine(" ", cols));
       for (const RouteFigures& r : c.routes) {
-        cols[4] = std::string(stats::routeName(r.route));
-        if (!ended) cols[5] = r.perSecond ? fixed(*r.perSecond, 1) : "-";
-        cols[6] = std::to_string(r.calls);
-        cols[7] = sizesText(r);
-        cols[8] = modeShare(r);
-        if (!ended) cols[9] = r.gpuPerSecond ? fixed(*r.gpuPerSecond, 1) : "-";
+        cols[5] = std::string(stats::routeName(r.route));
+        if (!ended) cols[6] = r.perSecond ? fixed(*r.perSecond, 1) : "-";
+        cols[7] = std::to_string(r.calls);
+        cols[8] = sizesText(r);
+        cols[9] = modeShare(r);
+        if (!ended) cols[10] = r.gpuPerSecond ? fixed(*r.gpuPerSecond, 1) : "-";
         const bool timed = r.gpuTimed > 0;
-        cols[10] = timed ? fixed(static_cast<double>(r.gpuSumNs) / static_cast<double>(r.gpuTimed) / 1e3, 1) : "-";
-        cols[11] = timed ? fixed(static_cast<double>(r.gpuMaxNs) / 1e3, 1) : "-";
+        cols[11] = timed ? fixed(static_cast<double>(r.gpuSumNs) / static_cast<double>(r.gpuTimed) / 1e3, 1) : "-";
+        cols[12] = timed ? fixed(static_cast<double>(r.gpuMaxNs) / 1e3, 1) : "-";
         rows.push_back(tableLine(" ", cols));
       }
     }
@@ -442,8 +450,7 @@ std::string statsPrometheus(const std::vector<ProcessSnapshot>& now) {
          "Communicators of the process that found every statistics slot live, so not counted here.");
   for (const ProcessSnapshot& p : now) {
     if (p.untrackedComms == 0) continue;
-    out += "nccl_symmem_untracked_communicators{pid=\"" + std::to_string(p.pid) + "\",program=\"" +
-           prometheusLabelValue(p.program) + "\"} " + std::to_string(p.untrackedComms) + "\n";
+    out += "nccl_symmem_untracked_communicators{" + processLabels(p) + "} " + std::to_string(p.untrackedComms) + "\n";
   }
   return out;
 }

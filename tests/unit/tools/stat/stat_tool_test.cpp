@@ -69,21 +69,22 @@ TEST(StatTool, Table) {
   const auto r = stat("--dir '" + dir.path() + "' --once");
   EXPECT_EQ(r.exitCode, 0) << r.out;
   const std::string pid = std::to_string(p.pid());
+  const std::string uid = std::to_string(geteuid());
   const std::vector<std::string> rows = linesWith(r.out, " stat-child ");
   ASSERT_EQ(rows.size(), 3u) << r.out;
-  // pid program comm rank route calls/s calls sizes eager/capt gpu-runs/s gpu-mean gpu-max
-  const std::regex push("^ +" + pid +
+  // pid uid program comm rank route calls/s calls sizes eager/capt gpu-runs/s gpu-mean gpu-max
+  const std::regex push("^ +" + pid + " +" + uid +
                         "  stat-child +0xa1 +0/2 +one-shot push +(1\\.[12]) +12  8B-4KiB +58/42 +(1\\.[12]) +3\\.7 "
                         "+7\\.0$");
   std::smatch m;
   EXPECT_TRUE(std::regex_match(rows[0], m, push)) << rows[0] << "\n(12 calls and 12 runs in 10 s: 1.2 a second)";
   EXPECT_TRUE(std::regex_match(
-      rows[1],
-      std::regex("^ +" + pid + "  stat-child +0xa1 +0/2 +NCCL \\(table band\\) +0\\.3 +3  1MiB +100/0 +- +- +-$")))
+      rows[1], std::regex("^ +" + pid + " +" + uid +
+                          "  stat-child +0xa1 +0/2 +NCCL \\(table band\\) +0\\.3 +3  1MiB +100/0 +- +- +-$")))
       << rows[1];
   EXPECT_TRUE(std::regex_match(
-      rows[2],
-      std::regex("^ +" + pid + "  stat-child +0xb2 +1/4 +NCCL \\(path off\\) +ended +4  128B +100/0 +- +- +-$")))
+      rows[2], std::regex("^ +" + pid + " +" + uid +
+                          "  stat-child +0xb2 +1/4 +NCCL \\(path off\\) +ended +4  128B +100/0 +- +- +-$")))
       << rows[2];
   EXPECT_EQ(linesWith(r.out, "#   pid").size(), 1u) << r.out;
   EXPECT_TRUE(r.has("pid " + pid + " comm 0xb2 rank 1/4: symmetric path off: NCCL: a peer has no P2P access")) << r.out;
@@ -176,10 +177,10 @@ TEST(StatTool, Prometheus) {
   }
   EXPECT_EQ(types["nccl_symmem_calls_total"], "counter");
   EXPECT_EQ(types["nccl_symmem_kernel_max_seconds"], "gauge");
-  const std::string a =
-      "pid=\"" + std::to_string(p.pid()) + "\",program=\"stat-child\",comm=\"0xa1\",rank=\"0\",nranks=\"2\"";
-  const std::string b =
-      "pid=\"" + std::to_string(p.pid()) + "\",program=\"stat-child\",comm=\"0xb2\",rank=\"1\",nranks=\"4\"";
+  const std::string a = "pid=\"" + std::to_string(p.pid()) + "\",uid=\"" + std::to_string(geteuid()) +
+                        "\",program=\"stat-child\",comm=\"0xa1\",rank=\"0\",nranks=\"2\"";
+  const std::string b = "pid=\"" + std::to_string(p.pid()) + "\",uid=\"" + std::to_string(geteuid()) +
+                        "\",program=\"stat-child\",comm=\"0xb2\",rank=\"1\",nranks=\"4\"";
   const std::map<std::string, std::string> expected = {
       {"nccl_symmem_calls_total{" + a + ",route=\"one_shot_push\",bucket_le_bytes=\"8\",mode=\"eager\"}", "7"},
       {"nccl_symmem_calls_total{" + a + ",route=\"one_shot_push\",bucket_le_bytes=\"4096\",mode=\"captured\"}", "5"},
@@ -195,7 +196,9 @@ TEST(StatTool, Prometheus) {
       {"nccl_symmem_kernel_max_seconds{" + a + ",route=\"one_shot_push\",bucket_le_bytes=\"4096\"}", "0.000007"},
       {"nccl_symmem_kernel_min_seconds{" + a + ",route=\"one_shot_push\",bucket_le_bytes=\"8\"}", "0.0000015"},
       {"nccl_symmem_kernel_min_seconds{" + a + ",route=\"one_shot_push\",bucket_le_bytes=\"4096\"}", "0.000005"},
-      {"nccl_symmem_untracked_communicators{pid=\"" + std::to_string(p.pid()) + "\",program=\"stat-child\"}", "1"},
+      {"nccl_symmem_untracked_communicators{pid=\"" + std::to_string(p.pid()) + "\",uid=\"" +
+           std::to_string(geteuid()) + "\",program=\"stat-child\"}",
+       "1"},
   };
   EXPECT_EQ(series, expected);
 }

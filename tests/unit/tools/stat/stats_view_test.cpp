@@ -75,15 +75,17 @@ TEST(StatsView, BucketLabels) {
 
 TEST(StatsView, TableWithRatesSinceOpened) {
   const std::vector<ProcessSnapshot> now = {sample(4, 1)};
-  EXPECT_EQ(statsTable(now, {}),
-            "#   pid  program          comm            rank     route                    calls/s        calls  sizes  "
-            "         eager/capt  gpu runs/s   gpu mean    gpu max\n"
-            "#                                                                               1/s               bytes   "
-            "                 %        1/s         us         us\n"
-            "   4242  python3          0x7f00aa00      1/2      one-shot push               10.0           40  "
-            "8B-16KiB             75/25       10.0        6.0       15.5\n"
-            "   4242  python3          0x7f00aa00      1/2      NCCL (past the table)        1.0            4  "
-            "1MiB                 100/0          -          -          -\n");
+  EXPECT_EQ(
+      statsTable(now, {}),
+      "#   pid    uid  program          comm            rank     route                    calls/s        calls  sizes  "
+      "         eager/capt  gpu runs/s   gpu mean    gpu max\n"
+      "#                                                                                      1/s               bytes  "
+      " "
+      "                 %        1/s         us         us\n"
+      "   4242   1000  python3          0x7f00aa00      1/2      one-shot push               10.0           40  "
+      "8B-16KiB             75/25       10.0        6.0       15.5\n"
+      "   4242   1000  python3          0x7f00aa00      1/2      NCCL (past the table)        1.0            4  "
+      "1MiB                 100/0          -          -          -\n");
 }
 
 TEST(StatsView, TableWithRatesOverTheInterval) {
@@ -93,10 +95,10 @@ TEST(StatsView, TableWithRatesOverTheInterval) {
   const std::vector<std::string> rows = statsTableRows(now, before);
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0],
-            "   4242  python3          0x7f00aa00      1/2      one-shot push               40.0          120  "
+            "   4242   1000  python3          0x7f00aa00      1/2      one-shot push               40.0          120  "
             "8B-16KiB             75/25       40.0        6.0       15.5");
   EXPECT_EQ(rows[1],
-            "   4242  python3          0x7f00aa00      1/2      NCCL (past the table)        4.0           12  "
+            "   4242   1000  python3          0x7f00aa00      1/2      NCCL (past the table)        4.0           12  "
             "1MiB                 100/0          -          -          -");
 }
 
@@ -137,17 +139,18 @@ TEST(StatsView, EndedUncountedAndUntimedCommunicators) {
   calls(fresh, Route::NcclBeforeSetup, 0, stats::kEager) = 1;
   p.comms.push_back(fresh);
   p.untrackedComms = 3;
-  EXPECT_EQ(statsTable({p}, {}),
-            statsTableHeader() +
-                "   4242  a-very-long-pro  0xbeef          1/2      two-shot pull              ended            5  "
-                ">1GiB                0/100          -          -          -\n"
-                "   4242  a-very-long-pro  0xcafe          1/2      -                              -            0  "
-                "-                        -          -          -          -\n"
-                "   4242  a-very-long-pro  0xf00d          1/2      NCCL (before setup)            -            1  "
-                "1B                   100/0          -          -          -\n"
-                "pid 4242 comm 0xcafe rank 1/2: symmetric path off: NCCL: a peer has no P2P access\n"
-                "pid 4242 comm 0xf00d rank 1/2: symmetric path off: not set up yet\n"
-                "pid 4242: 3 communicators not shown: every one of its 64 slots was live when they were set up\n");
+  EXPECT_EQ(
+      statsTable({p}, {}),
+      statsTableHeader() +
+          "   4242   1000  a-very-long-pro  0xbeef          1/2      two-shot pull              ended            5  "
+          ">1GiB                0/100          -          -          -\n"
+          "   4242   1000  a-very-long-pro  0xcafe          1/2      -                              -            0  "
+          "-                        -          -          -          -\n"
+          "   4242   1000  a-very-long-pro  0xf00d          1/2      NCCL (before setup)            -            1  "
+          "1B                   100/0          -          -          -\n"
+          "pid 4242 comm 0xcafe rank 1/2: symmetric path off: NCCL: a peer has no P2P access\n"
+          "pid 4242 comm 0xf00d rank 1/2: symmetric path off: not set up yet\n"
+          "pid 4242: 3 communicators not shown: every one of its 64 slots was live when they were set up\n");
   // The ended communicator's rate is over its life (5 calls in 50 s).
   const std::vector<CommFigures> f = commFigures(p, nullptr);
   ASSERT_EQ(f[0].routes.size(), 1u);
@@ -204,7 +207,7 @@ TEST(StatsView, Prometheus) {
   now[0].program = "py\"th\\on\n3";
   now[0].untrackedComms = 2;
   now[0].comms[0].calls[static_cast<int>(Route::NcclTable)][31][stats::kCaptured] = 1;
-  const std::string id = R"(pid="4242",program="py\"th\\on\n3",comm="0x7f00aa00",rank="1",nranks="2")";
+  const std::string id = R"(pid="4242",uid="1000",program="py\"th\\on\n3",comm="0x7f00aa00",rank="1",nranks="2")";
   EXPECT_EQ(
       statsPrometheus(now),
       "# HELP nccl_symmem_calls_total All-reduces the nccl-symmem plugin routed, by communicator, route, size "
@@ -283,7 +286,7 @@ TEST(StatsView, Prometheus) {
           "# HELP nccl_symmem_untracked_communicators Communicators of the process that found every statistics "
           "slot live, so not counted here.\n"
           "# TYPE nccl_symmem_untracked_communicators gauge\n"
-          R"(nccl_symmem_untracked_communicators{pid="4242",program="py\"th\\on\n3"} 2)"
+          R"(nccl_symmem_untracked_communicators{pid="4242",uid="1000",program="py\"th\\on\n3"} 2)"
           "\n");
 }
 
@@ -305,10 +308,10 @@ TEST(StatsView, SampledKernelsShareTheirAlgorithmsExecutions) {
   const std::vector<std::string> rows = statsTableRows({p}, {});
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0],
-            "   4242  python3          0x7f00aa00      1/2      one-shot push                0.2            2  "
+            "   4242   1000  python3          0x7f00aa00      1/2      one-shot push                0.2            2  "
             "8B                   0/100      480.0        2.0        4.0");
   EXPECT_EQ(rows[1],
-            "   4242  python3          0x7f00aa00      1/2      one-shot pull                0.1            1  "
+            "   4242   1000  python3          0x7f00aa00      1/2      one-shot pull                0.1            1  "
             "16KiB                0/100      160.0        8.0        9.0");
 }
 
