@@ -707,6 +707,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--keep-calling", type=_positive(0), default=0, metavar="S",
                    help="with --launched: after the first communicator is up, keep making checked all-reduces "
                         "for about S seconds (rank 0's clock, agreed through an all-reduce)")
+    g.add_argument("--delay-first", type=_rank_seconds, metavar="RANK:S",
+                   help="with --launched: rank RANK sleeps S seconds once its first communicator is up, before "
+                        "its first all-reduce (its peers meanwhile wait in the plugin's agreement)")
     g.add_argument("--scenario", choices=SCENARIOS, metavar="NAME",
                    help="with --launched: run one reliability scenario instead of the checks above: "
                         + ", ".join(SCENARIOS) + "; prints 'scenario NAME: ... PASS|FAIL (...)'")
@@ -716,6 +719,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="--scenario timeout: the last rank stops calling after K checked all-reduces and sleeps "
                         f"past the others' bound (default {DEFAULT_STALL_AFTER})")
     return p
+
+
+def _rank_seconds(text: str):
+    """'R:S' -> (R, S), both non-negative integers."""
+    rank, sep, seconds = text.partition(":")
+    if not sep or not rank.isdigit() or not seconds.isdigit():
+        raise argparse.ArgumentTypeError(f"expected RANK:SECONDS (non-negative integers), got {text!r}")
+    return int(rank), int(seconds)
 
 
 def _env_int(parser, environ, name: str) -> int:
@@ -747,7 +758,8 @@ def parse_args(argv=None, environ=None) -> argparse.Namespace:
         if args.device is None:
             args.device = 0
     else:
-        for flag, given in (("--abort-after-first", args.abort_after_first), ("--keep-calling", args.keep_calling)):
+        for flag, given in (("--abort-after-first", args.abort_after_first), ("--keep-calling", args.keep_calling),
+                            ("--delay-first", args.delay_first)):
             if given:
                 parser.error(f"{flag} needs --launched")
         if args.device is not None and args.nranks > 1:
@@ -1187,6 +1199,9 @@ class Rank:
             if self.rank == 0:
                 fresh = lib.lib["ncclAllReduce"]  # a new dlsym on the same handle, now that NCCL is up
                 self.say(f"after ncclCommInitRank a fresh dlsym of ncclAllReduce lies in {defining_file(fresh)}")
+            if args.delay_first and args.delay_first[0] == self.rank:
+                self.say(f"sleeping {args.delay_first[1]} s before the first all-reduce (--delay-first)")
+                time.sleep(args.delay_first[1])
             if args.abort_after_first:
                 self.eager(lib, comm, "float32", 1001, True, 3, self.stream, "first")
                 comm = None
@@ -2460,6 +2475,8 @@ def self_test() -> int:
                     "--wait-async-error", "30", "--stall-timeout", "20", "--keep-calling", "5"], environ=launched_env)
     check((a.device, a.expect_path, a.abort_after_first, a.wait_async_error, a.stall_timeout, a.keep_calling)
           == (2, "symmetric", True, 30, 20, 5), "launched options parsed")
+    check(parse_args(["--launched", "--delay-first", "0:60"], environ=launched_env).delay_first == (0, 60),
+          "--delay-first RANK:S parsed")
     check(parse_args(["--launched"], environ={"RANK": "0", "WORLD_SIZE": "1"}).rendezvous == "",
           "one launched rank needs no rendezvous folder")
     check(parse_args(["--device", "1"], environ={}).device == 1, "--device with one rank")
@@ -2474,7 +2491,8 @@ def self_test() -> int:
         (["--launched", "--expect-path", "fast"], launched_env),
         (["--launched", "--abort-after-first"], {"RANK": "0", "WORLD_SIZE": "1"}),
         (["--abort-after-first"], {}), (["--keep-calling", "3"], {}), (["--nranks", "2", "--device", "0"], {}),
-        (["--launched", "--wait-async-error", "-1"], launched_env)]
+        (["--launched", "--wait-async-error", "-1"], launched_env), (["--delay-first", "0:5"], {}),
+        (["--launched", "--delay-first", "0"], launched_env), (["--launched", "--delay-first", "a:5"], launched_env)]
     for bad, environ in bad_launched:
         try:
             stderr, sys.stderr = sys.stderr, open(os.devnull, "w")

@@ -9,6 +9,8 @@
 # EXPECT: symmetric  every rank's log has 'symmetric path on' and no 'all-reduces stay on NCCL'
 #         nccl       every rank's log has 'all-reduces stay on NCCL' and no 'symmetric path on'
 #         any        no check of the path
+# RUN_RANKS_MIN_ON=N: each rank's log must also have at least N 'symmetric path on' lines.
+# RUN_RANKS_EXPECT_LINES=RE[,RE...]: each rank's log must match every extended regular expression.
 # Exit status: 77 (skipped) without a GPU (nvidia-smi -L lists none), else the launcher's status, or 1
 # when a path check fails.
 set -uo pipefail
@@ -52,6 +54,12 @@ for (( r = 0; r < nranks; r++ )); do
     nccl) ok=$(( off > 0 && on == 0 )) ;;
     *) ok=1 ;;
   esac
+  # RUN_RANKS_MIN_ON: at least this many 'symmetric path on' lines in each rank's log (one per
+  # communicator that agreed on the path for itself).
+  if (( on < ${RUN_RANKS_MIN_ON:-0} )); then
+    ok=0
+    echo "run_ranks_check: rank $r: 'symmetric path on' x$on, expected at least ${RUN_RANKS_MIN_ON}"
+  fi
   # RUN_RANKS_EXPECT_LINES: comma-separated extended regular expressions each rank's log must match
   # (the routes its all-reduces took, as the summary lines name them).
   if [[ -n "${RUN_RANKS_EXPECT_LINES:-}" ]]; then
