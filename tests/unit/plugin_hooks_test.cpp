@@ -474,40 +474,98 @@ TEST_F(PluginHooks, InPlaceOfLibncclAndTunerWrapOnce) {
   EXPECT_EQ(problems, "");
 }
 
-// The NCCL this build found (2.28.9 with CUDA 13 here): its real entry points take the hooks, and
-// calls through pointers cached before the plugin loaded reach the interposer. Without a GPU only
-// calls that need no communicator run: the group calls, and an all-reduce NCCL refuses (no comm).
+// A real libnccl.so.2 at `path`, loaded as the pynccl wrappers load it, then the plugin as NCCL's tuner:
+// its real entry points take the hooks, and calls through pointers cached before the plugin loaded
+// reach the interposer. Without a GPU only calls that need no communicator run: the group calls, and
+// an all-reduce NCCL refuses (no comm). Runs inside a forked child.
+void checkHooksOnRealLibnccl(const std::string& path) {
+  void* nccl = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  CHILD_CHECK(nccl != nullptr, "cannot load " + path + ": " + dlerror());
+  if (!nccl) return;
+  auto groupStart = reinterpret_cast<VoidFn>(dlsym(nccl, "ncclGroupStart"));
+  auto groupEnd = reinterpret_cast<VoidFn>(dlsym(nccl, "ncclGroupEnd"));
+  auto allReduce = reinterpret_cast<AllReduceFn>(dlsym(nccl, "ncclAllReduce"));
+  CHILD_CHECK(groupStart && groupEnd && allReduce, "NCCL entry points missing");
+  if (!gProblems.empty()) return;
+  const int refused = allReduce(kSend, kRecv, 5, kFloat32, kSum, nullptr, nullptr);
+  Tuner t;
+  CHILD_CHECK(t.load(), "the plugin did not load");
+  if (!gProblems.empty()) return;
+  // The count of entry points differs per release (ncclCommRevoke from 2.28.9, ...): one line says it.
+  CHILD_CHECK(logCount("libnccl entry points (") == 1, "the real NCCL's entry points were not hooked");
+  for (int round = 0; round < 2; ++round) {
+    const std::string when = round ? "after NCCL unloaded the tuner" : "hooked";
+    const int starts = logCount("group start"), ends = logCount("group end");
+    const int reduces = logCount("allreduce 5 elements on comm (nil)");
+    CHILD_CHECK(groupStart() == 0 && groupEnd() == 0, when + ": NCCL's group calls failed");
+    CHILD_CHECK(logCount("group start") == starts + 1 && logCount("group end") == ends + 1,
+                when + ": the group calls did not pass the plugin");
+    CHILD_CHECK(allReduce(kSend, kRecv, 5, kFloat32, kSum, nullptr, nullptr) == refused,
+                when + ": NCCL's answer changed on the way");
+    CHILD_CHECK(logCount("allreduce 5 elements on comm (nil)") == reduces + 1,
+                when + ": the all-reduce did not pass the plugin");
+    t.unload();
+  }
+}
+
+// The NCCL this build found (2.28.9 with CUDA 13 here).
 TEST_F(PluginHooks, RealLibncclEntryPointsAreHooked) {
-  const std::string problems = runInChild(kTrace, [] {
-    void* nccl = dlopen(SYMMEM_NCCL_LIBRARY_PATH, RTLD_NOW | RTLD_LOCAL);
-    CHILD_CHECK(nccl != nullptr, std::string("cannot load ") + SYMMEM_NCCL_LIBRARY_PATH);
-    if (!nccl) return;
-    auto groupStart = reinterpret_cast<VoidFn>(dlsym(nccl, "ncclGroupStart"));
-    auto groupEnd = reinterpret_cast<VoidFn>(dlsym(nccl, "ncclGroupEnd"));
-    auto allReduce = reinterpret_cast<AllReduceFn>(dlsym(nccl, "ncclAllReduce"));
-    CHILD_CHECK(groupStart && groupEnd && allReduce, "NCCL entry points missing");
-    if (!gProblems.empty()) return;
-    const int refused = allReduce(kSend, kRecv, 5, kFloat32, kSum, nullptr, nullptr);
-    Tuner t;
-    CHILD_CHECK(t.load(), "the plugin did not load");
-    if (!gProblems.empty()) return;
-    // 7 entry points where NCCL has ncclCommRevoke (2.28.9 has it, 2.28.3 does not), 6 otherwise.
-    CHILD_CHECK(logCount("libnccl entry points (") == 1, "the real NCCL's entry points were not hooked");
-    for (int round = 0; round < 2; ++round) {
-      const std::string when = round ? "after NCCL unloaded the tuner" : "hooked";
-      const int starts = logCount("group start"), ends = logCount("group end");
-      const int reduces = logCount("allreduce 5 elements on comm (nil)");
-      CHILD_CHECK(groupStart() == 0 && groupEnd() == 0, when + ": NCCL's group calls failed");
-      CHILD_CHECK(logCount("group start") == starts + 1 && logCount("group end") == ends + 1,
-                  when + ": the group calls did not pass the plugin");
-      CHILD_CHECK(allReduce(kSend, kRecv, 5, kFloat32, kSum, nullptr, nullptr) == refused,
-                  when + ": NCCL's answer changed on the way");
-      CHILD_CHECK(logCount("allreduce 5 elements on comm (nil)") == reduces + 1,
-                  when + ": the all-reduce did not pass the plugin");
-      t.unload();
-    }
-  });
-  EXPECT_EQ(problems, "");
+  EXPECT_EQ(runInChild(kTrace, [] { checkHooksOnRealLibnccl(SYMMEM_NCCL_LIBRARY_PATH); }), "");
+}
+
+// The tuner symbol each NCCL looks for first (its src/plugin/tuner.cc): v2 in 2.21, v3 in 2.22-2.23,
+// v4 in 2.24-2.27, v5 in 2.28-2.29, v6 in 2.30-2.31, v7 from 2.32.
+const char* tunerSymbolFor(int version) {
+  const int minor = version / 100 % 100;
+  if (minor <= 21) return "ncclTunerPlugin_v2";
+  if (minor <= 23) return "ncclTunerPlugin_v3";
+  if (minor <= 27) return "ncclTunerPlugin_v4";
+  if (minor <= 29) return "ncclTunerPlugin_v5";
+  if (minor <= 31) return "ncclTunerPlugin_v6";
+  return "ncclTunerPlugin_v7";
+}
+
+// Every release in NCCL_SYMMEM_TEST_RELEASES (a folder of <version>-<wheel>/libnccl.so.2, as
+// tests/nccl_releases/fetch_libnccl.py leaves it; CI sets it): the version is what the folder says,
+// the plugin exports the tuner symbol that release looks for, and the hooks go in on its real entry
+// points as on the build's own NCCL. Skipped, saying why, where the variable is unset.
+TEST_F(PluginHooks, EveryNcclReleaseTakesTheHooks) {
+  const char* dir = std::getenv("NCCL_SYMMEM_TEST_RELEASES");
+  if (dir == nullptr || *dir == '\0')
+    GTEST_SKIP() << "NCCL_SYMMEM_TEST_RELEASES is unset (tests/nccl_releases/fetch_libnccl.py fills a folder for it)";
+  std::vector<std::filesystem::path> libs;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
+    if (std::filesystem::is_regular_file(entry.path() / "libnccl.so.2")) libs.push_back(entry.path());
+  ASSERT_FALSE(ec) << dir << ": " << ec.message();
+  ASSERT_FALSE(libs.empty()) << dir << " holds no <version>/libnccl.so.2";
+  std::sort(libs.begin(), libs.end());
+  for (const auto& folder : libs) {
+    const std::string release = folder.filename().string();  // e.g. 2.27.7-cu12
+    const std::string problems = runInChild(kTrace, [&] {
+      const std::string path = (folder / "libnccl.so.2").string();
+      void* nccl = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+      CHILD_CHECK(nccl != nullptr, "cannot load " + path);
+      if (!nccl) return;
+      auto getVersion = reinterpret_cast<int (*)(int*)>(dlsym(nccl, "ncclGetVersion"));
+      int version = 0;
+      CHILD_CHECK(getVersion && getVersion(&version) == 0, "ncclGetVersion failed");
+      const std::string dotted = std::to_string(version / 10000) + "." + std::to_string(version / 100 % 100) + "." +
+                                 std::to_string(version % 100);
+      CHILD_CHECK(release.rfind(dotted + "-", 0) == 0, "the library says it is " + dotted);
+      checkHooksOnRealLibnccl(path);  // loads the plugin after this NCCL, as NCCL does
+      void* plugin = dlopen(SYMMEM_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
+      CHILD_CHECK(plugin && dlsym(plugin, tunerSymbolFor(version)),
+                  std::string("the plugin does not export ") + tunerSymbolFor(version));
+      CHILD_CHECK(logCount("of libnccl's own calls to hooked entry points go straight to NCCL") == 1,
+                  "no line for NCCL's own calls to its hooked entry points");
+      for (const std::string& l : gLog)
+        if (l.find("libnccl's own calls") != std::string::npos || l.find("libnccl entry points (") != std::string::npos)
+          std::printf("[ info ] NCCL %s:%s\n", release.c_str(), l.substr(l.find(':', 3) + 1).c_str());
+      std::fflush(stdout);
+    });
+    EXPECT_EQ(problems, "") << "NCCL " << release;
+  }
 }
 
 // NCCL calls its own ncclCommGetAsyncError through its PLT on every enqueue: those calls go straight

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The code hooks on the real libnccl.so.2 of every release in releases.txt (CPU; no GPU needed):
+# fetches what the cache lacks (fetch_libnccl.py), then runs PluginHooks.EveryNcclReleaseTakesTheHooks
+# over the cache.
+#
+#   run_hooks_on_releases.sh UNIT_TEST_BINARY
+#
+# Exit status: 77 (skipped) where nothing could be fetched (no network, no pip), else the test's.
+set -uo pipefail
+if (( $# != 1 )); then
+  echo "usage: $0 UNIT_TEST_BINARY" >&2
+  exit 2
+fi
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+status=0
+cache="$(python3 "$here/fetch_libnccl.py" | tail -n 1)" || status=$?
+if (( status != 0 )); then
+  echo "run_hooks_on_releases: some releases could not be fetched (above); retrying once"
+  status=0
+  cache="$(python3 "$here/fetch_libnccl.py" | tail -n 1)" || status=$?
+fi
+if [[ -z "$cache" ]] || ! compgen -G "$cache/*/libnccl.so.2" > /dev/null; then
+  echo "run_hooks_on_releases: SKIPPED: no release could be fetched from PyPI (no network or no pip?)"
+  exit 77
+fi
+(( status != 0 )) && echo "run_hooks_on_releases: WARNING: checking only the releases in the cache: $(ls "$cache" | tr '\n' ' ')"
+NCCL_SYMMEM_TEST_RELEASES="$cache" exec "$1" --gtest_filter=PluginHooks.EveryNcclReleaseTakesTheHooks
