@@ -18,6 +18,7 @@
 #include "plugin/code_hook.h"
 #include "tests/unit/forked_check.h"
 #include "tests/unit/hook_fixture.h"
+#include "tests/unit/nccl_releases.h"
 
 namespace {
 
@@ -31,16 +32,11 @@ constexpr const char* kCreationCalls[] = {
 TEST(CodeHookReleases, EveryReleasesCreationCallsTakeAHook) {
   const std::string unavailable = symmem::testing::codeHooksUnavailable();
   if (!unavailable.empty()) GTEST_SKIP() << unavailable;
-  const char* dir = std::getenv("NCCL_SYMMEM_TEST_RELEASES");
-  if (dir == nullptr || *dir == '\0')
-    GTEST_SKIP() << "NCCL_SYMMEM_TEST_RELEASES is unset (tests/nccl_releases/fetch_libnccl.py fills a folder for it)";
-  std::vector<std::filesystem::path> libs;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
-    if (std::filesystem::is_regular_file(entry.path() / "libnccl.so.2")) libs.push_back(entry.path());
-  ASSERT_FALSE(ec) << dir << ": " << ec.message();
-  ASSERT_FALSE(libs.empty()) << dir << " holds no <version>/libnccl.so.2";
-  std::sort(libs.begin(), libs.end());
+  std::string why;
+  bool unset = false;
+  const std::vector<std::filesystem::path> libs = symmem::testing::ncclReleaseFolders(&why, &unset);
+  if (unset) GTEST_SKIP() << why;
+  ASSERT_FALSE(libs.empty()) << why;
   for (const auto& folder : libs) {
     const std::string release = folder.filename().string();
     const std::string problems = symmem::testing::runForkedCheck([&]() -> std::string {

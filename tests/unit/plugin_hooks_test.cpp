@@ -30,6 +30,7 @@
 #include "tests/hook_fixture/stand_in_record.h"
 #include "tests/unit/forked_check.h"
 #include "tests/unit/hook_fixture.h"
+#include "tests/unit/nccl_releases.h"
 
 namespace {
 
@@ -530,16 +531,11 @@ const char* tunerSymbolFor(int version) {
 // the plugin exports the tuner symbol that release looks for, and the hooks go in on its real entry
 // points as on the build's own NCCL. Skipped, saying why, where the variable is unset.
 TEST_F(PluginHooks, EveryNcclReleaseTakesTheHooks) {
-  const char* dir = std::getenv("NCCL_SYMMEM_TEST_RELEASES");
-  if (dir == nullptr || *dir == '\0')
-    GTEST_SKIP() << "NCCL_SYMMEM_TEST_RELEASES is unset (tests/nccl_releases/fetch_libnccl.py fills a folder for it)";
-  std::vector<std::filesystem::path> libs;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
-    if (std::filesystem::is_regular_file(entry.path() / "libnccl.so.2")) libs.push_back(entry.path());
-  ASSERT_FALSE(ec) << dir << ": " << ec.message();
-  ASSERT_FALSE(libs.empty()) << dir << " holds no <version>/libnccl.so.2";
-  std::sort(libs.begin(), libs.end());
+  std::string why;
+  bool unset = false;
+  const std::vector<std::filesystem::path> libs = symmem::testing::ncclReleaseFolders(&why, &unset);
+  if (unset) GTEST_SKIP() << why;
+  ASSERT_FALSE(libs.empty()) << why;
   for (const auto& folder : libs) {
     const std::string release = folder.filename().string();  // e.g. 2.27.7-cu12
     const std::string problems = runInChild(kTrace, [&] {
