@@ -6,7 +6,8 @@
 #
 #   run_hooks_on_releases.sh UNIT_TEST_BINARY
 #
-# Exit status: 77 (skipped) where nothing could be fetched (no network, no pip), else the test's.
+# Exit status: 77 (skipped) where nothing could be fetched (no network, no pip) or the tests skipped
+# (a build without the code hooks), else the tests'.
 set -uo pipefail
 if (( $# != 1 )); then
   echo "usage: $0 UNIT_TEST_BINARY" >&2
@@ -25,4 +26,12 @@ if [[ -z "$cache" ]] || ! compgen -G "$cache/*/libnccl.so.2" > /dev/null; then
   exit 77
 fi
 (( status != 0 )) && echo "run_hooks_on_releases: WARNING: checking only the releases in the cache: $(ls "$cache" | tr '\n' ' ')"
-NCCL_SYMMEM_TEST_RELEASES="$cache" exec "$1" --gtest_filter=PluginHooks.EveryNcclReleaseTakesTheHooks:CodeHookReleases.*
+status=0
+out="$(NCCL_SYMMEM_TEST_RELEASES="$cache" "$1" --gtest_filter=PluginHooks.EveryNcclReleaseTakesTheHooks:CodeHookReleases.* 2>&1)" || status=$?
+printf '%s\n' "$out"
+# A test that skipped (a build without the code hooks) is a skip here too, never a pass.
+if (( status == 0 )) && grep -q '^\[  SKIPPED \]' <<< "$out"; then
+  echo "run_hooks_on_releases: SKIPPED: the tests above skipped"
+  exit 77
+fi
+exit "$status"
