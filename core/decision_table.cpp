@@ -249,13 +249,18 @@ TableLookup DecisionTable::thresholdsFor(ComputeCapability cc, LinkClass link, i
 }
 
 DecisionTable tableFor(const Settings& settings) {
-  DecisionTable t = DecisionTable::builtIn();
   const std::string& path = settings.text(SettingId::Table);
-  if (path.empty() || !settings.flag(SettingId::Enable)) return t;
+  if (path.empty() || !settings.flag(SettingId::Enable)) return DecisionTable::builtIn();
+  return tableWithFile(path);
+}
+
+DecisionTable tableWithFile(const std::string& path, std::string* error) {
+  DecisionTable t = DecisionTable::builtIn();
   TableFileResult file = readTableFile(path);
   if (!file.ok()) {
     // Once per process and file: a tool that asks for the table in force more than once says it once.
     SYMMEM_WARN_ONCE("table:" + path, "%s; using the built-in decision table", file.error.c_str());
+    if (error) *error = file.error;
     return t;
   }
   applyTableFile(file, t);

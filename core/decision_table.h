@@ -43,6 +43,10 @@ class Settings;
 // one WARN (file, line, problem) and the built-in table is used.
 DecisionTable tableFor(const Settings& settings);
 
+// The built-in table with the file at `path` applied. A file that cannot be read or parsed is one
+// WARN (once per process and file) and the built-in table alone, with `*error` (when given) saying why.
+DecisionTable tableWithFile(const std::string& path, std::string* error = nullptr);
+
 // Looks up the entry for a communicator and logs, once per process and capability, a WARN when an
 // unlisted capability falls back to another entry (or to none).
 TableLookup lookupWithFallbackWarning(const DecisionTable& table, ComputeCapability cc, LinkClass link, int nRanks);

@@ -28,9 +28,19 @@ TableInForce tableInForce(const Settings& settings, const Topology& topology, in
   for (const std::string& line : out.choice.ignored) SYMMEM_INFO(kLogTuning | kLogInit, "%s", line.c_str());
 
   switch (out.choice.source) {
-    case TableSource::Setting:
-      out.table = tableFor(settings);  // SYMMEM_TABLE as it always was read (a bad file: WARN, built-in)
+    case TableSource::Setting: {
+      if (!enabled) {  // SYMMEM_ENABLE=0: the file is not read, and the plugin changes nothing
+        out.table = DecisionTable::builtIn();
+        return out;
+      }
+      std::string error;
+      out.table = tableWithFile(setting, &error);  // a bad file: one WARN, the built-in table
+      if (!error.empty()) {
+        out.choice = TableChoice{};
+        out.choice.why = "SYMMEM_TABLE=" + setting + " cannot be used: " + error;
+      }
       return out;
+    }
     case TableSource::BuiltIn:
       out.table = DecisionTable::builtIn();
       return out;

@@ -296,6 +296,14 @@ TEST(InstalledTable, SymmemInfoShowsTheTableInForceAndWhy) {
   out = symmemInfo("XDG_CONFIG_HOME=" + home.path() + " SYMMEM_TABLE=" + path,
                    "--topo " + file + " --cc 9.0 --link nvlink --ranks 8");
   EXPECT_NE(out.find("Decision table: SYMMEM_TABLE " + path + " (SYMMEM_TABLE is set"), std::string::npos) << out;
+  // A SYMMEM_TABLE that cannot be read: the built-in table decides, and the line says so and why
+  // (it used to name the unreadable file as the table in force).
+  const std::string missing = home.path() + "/no-such.table";
+  out = symmemInfo("XDG_CONFIG_HOME=" + home.path() + " SYMMEM_TABLE=" + missing,
+                   "--topo " + file + " --cc 9.0 --link nvlink --ranks 8");
+  EXPECT_NE(out.find("Decision table: built-in (SYMMEM_TABLE=" + missing + " cannot be used: "), std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("Decision table: SYMMEM_TABLE"), std::string::npos) << out;
 }
 
 }  // namespace
