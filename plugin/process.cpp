@@ -30,7 +30,8 @@ namespace {
 std::string gTableNamed;
 DecisionTable tableNamed(const Settings& settings, const Topology& topology, int driverMajor) {
   TableInForce chosen = tableInForce(settings, topology, driverMajor);
-  gTableNamed = chosen.choice.source == TableSource::BuiltIn   ? std::string("built-in")
+  gTableNamed = chosen.settingRefused                          ? "built-in (" + chosen.choice.why + ")"
+                : chosen.choice.source == TableSource::BuiltIn ? std::string("built-in")
                 : chosen.choice.source == TableSource::Setting ? "SYMMEM_TABLE=" + chosen.choice.path
                                                                : "installed " + chosen.choice.path;
   return std::move(chosen.table);

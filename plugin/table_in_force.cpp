@@ -38,6 +38,7 @@ TableInForce tableInForce(const Settings& settings, const Topology& topology, in
       if (!error.empty()) {
         out.choice = TableChoice{};
         out.choice.why = "SYMMEM_TABLE=" + setting + " cannot be used: " + error;
+        out.settingRefused = true;
       }
       return out;
     }

@@ -13,7 +13,8 @@ namespace symmem {
 struct TableInForce {
   DecisionTable table;
   TableChoice choice;
-  MachineFingerprint machine;  // this machine, as installed tables are keyed
+  MachineFingerprint machine;   // this machine, as installed tables are keyed
+  bool settingRefused = false;  // SYMMEM_TABLE names a file that cannot be used: built-in, choice.why says why
 };
 
 // The driver's major version of this node (/proc/driver/nvidia/version), 0 without a driver.

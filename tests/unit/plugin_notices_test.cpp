@@ -86,11 +86,17 @@ TEST_F(PluginNotices, ARefusedHookAndTheActivePluginAreSaidOnceOnStderr) {
   EXPECT_EQ(err.find("nccl-symmem: "), 0u) << "each line starts with the prefix:\n" << err;
 }
 
-// A table named by SYMMEM_TABLE is the one named.
+// A table named by SYMMEM_TABLE is the one named; one that cannot be used is not: the line names the
+// built-in table, which is then in force, and why the file is not.
 TEST_F(PluginNotices, TheActiveLineNamesTheTableInForce) {
-  const symmem::testing::TempFile table("# an empty table file: the built-in entries stay\n", "symmem-table");
-  const std::string err = stderrOfTunerChild({{"SYMMEM_TABLE", table.path()}}, 1);
+  const symmem::testing::TempFile table("symmem-table 2\n# no entries: the built-in ones stay\nend\n", "symmem-table");
+  std::string err = stderrOfTunerChild({{"SYMMEM_TABLE", table.path()}}, 1);
   EXPECT_EQ(count(err, "decision table: SYMMEM_TABLE=" + table.path()), 1) << err;
+
+  const symmem::testing::TempFile headerless("# not a table: no header\n", "symmem-table");
+  err = stderrOfTunerChild({{"SYMMEM_TABLE", headerless.path()}}, 1);
+  EXPECT_EQ(count(err, "decision table: SYMMEM_TABLE="), 0) << err;
+  EXPECT_EQ(count(err, "decision table: built-in (SYMMEM_TABLE=" + headerless.path() + " cannot be used: "), 1) << err;
 }
 
 // SYMMEM_LOG=quiet: not one line, whatever falls back.
