@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "plugin/comm_tickets.h"
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <vector>
+
+#include "core/log.h"
+#include "plugin/comm_names.h"
 
 namespace symmem {
 
@@ -35,14 +39,56 @@ void retireTicket(const void* contextSlot) {
   std::erase_if(t.live, [&](const auto& k) { return k->contextSlot == contextSlot; });
 }
 
+namespace {
+
+const char* namedByText(NamedBy by) { return by == NamedBy::Split ? "ncclCommSplit" : "its unique id"; }
+
+// The one live ticket whose NCCL id is `identity`; null when none is or several are, `*several` saying
+// which.
+std::shared_ptr<CommTicket> onlyTicketWithId(const Tickets& t, uint64_t identity, bool* several) {
+  std::shared_ptr<CommTicket> found;
+  *several = false;
+  for (const auto& k : t.live) {
+    if (k->commId != identity) continue;
+    if (found) {
+      *several = true;
+      return nullptr;
+    }
+    found = k;
+  }
+  return found;
+}
+
+}  // namespace
+
 std::shared_ptr<CommTicket> ticketFor(const void* comm) {
+  const std::optional<CommName> name = commName(comm);
   Tickets& t = tickets();
   std::lock_guard<std::mutex> lock(t.mutex);
+  // By what NCCL handed both: the creation call's arguments here, NCCL's id in the tuner's init.
+  bool several = false;
+  if (name && name->identity != 0) {
+    if (std::shared_ptr<CommTicket> k = onlyTicketWithId(t, name->identity, &several)) {
+      SYMMEM_INFO(kLogInit, "comm %p: found by its creation call (the id from %s, 0x%llx, is NCCL's for it)", comm,
+                  namedByText(name->by), static_cast<unsigned long long>(name->identity));
+      return k;
+    }
+    if (!several) {
+      const bool tunerHasIds = std::any_of(t.live.begin(), t.live.end(), [](const auto& k) { return k->commId != 0; });
+      if (tunerHasIds)
+        SYMMEM_WARN_ONCE("comm-names:mismatch",
+                         "comm %p: the id computed from its creation call (%s, 0x%llx) is not one NCCL gave its "
+                         "tuner; this NCCL names communicators otherwise, and they are found by their context slot",
+                         comm, namedByText(name->by), static_cast<unsigned long long>(name->identity));
+    }
+  }
   const auto base = reinterpret_cast<uintptr_t>(comm);
   const ptrdiff_t learned = t.distance.load(std::memory_order_relaxed);
   std::shared_ptr<CommTicket> nearest;
   ptrdiff_t nearestDistance = 0;
   for (const auto& k : t.live) {
+    // Several live communicators with this one's id (a fixed NCCL_COMM_ID): only they are candidates.
+    if (several && k->commId != name->identity) continue;
     const auto slot = reinterpret_cast<uintptr_t>(k->contextSlot);
     if (slot < base) continue;
     const auto d = static_cast<ptrdiff_t>(slot - base);

@@ -30,6 +30,11 @@ struct RealNccl {
   ncclResult_t (*getVersion)(int*) = nullptr;
   ncclResult_t (*getUniqueId)(ncclUniqueId*) = nullptr;
   ncclResult_t (*commInitRank)(ncclComm_t*, int, ncclUniqueId, int) = nullptr;
+  // The other creation calls, for the code hooks that name communicators (plugin/comm_names.h).
+  ncclResult_t (*commInitRankConfig)(ncclComm_t*, int, ncclUniqueId, int, ncclConfig_t*) = nullptr;
+  ncclResult_t (*commInitRankScalable)(ncclComm_t*, int, int, int, ncclUniqueId*, ncclConfig_t*) = nullptr;  // 2.23+
+  ncclResult_t (*commSplit)(ncclComm_t, int, int, ncclComm_t*, ncclConfig_t*) = nullptr;
+  ncclResult_t (*commGrow)(ncclComm_t, int, const ncclUniqueId*, int, ncclComm_t*, ncclConfig_t*) = nullptr;  // 2.29+
   const char* (*getErrorString)(ncclResult_t) = nullptr;
   const char* library = "";  // where they came from, for the log
 
@@ -60,6 +65,10 @@ void forEachNcclFunction(RealNccl& r, F&& f) {
   f(r.getVersion, "ncclGetVersion");
   f(r.getUniqueId, "ncclGetUniqueId");
   f(r.commInitRank, "ncclCommInitRank");
+  f(r.commInitRankConfig, "ncclCommInitRankConfig");
+  f(r.commInitRankScalable, "ncclCommInitRankScalable");
+  f(r.commSplit, "ncclCommSplit");
+  f(r.commGrow, "ncclCommGrow");
   f(r.getErrorString, "ncclGetErrorString");
 }
 

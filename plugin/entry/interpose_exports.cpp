@@ -11,14 +11,19 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/comm_identity.h"
 #include "core/log.h"
 #include "core/settings.h"
 #include "plugin/attach.h"
 #include "plugin/code_hook.h"
+#include "plugin/comm_names.h"
+#include "plugin/comm_tickets.h"
 #include "plugin/interposer.h"
 #include "plugin/nccl_real.h"
 #include "plugin/process.h"
@@ -91,6 +96,7 @@ SYMMEM_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, s
                  callOrInvalid(real.allReduce, sendbuff, recvbuff, count, datatype, op, comm, stream));
 }
 SYMMEM_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  symmem::forgetComm(comm);  // its address may be the next communicator's
   SYMMEM_GUARDED("ncclCommDestroy", Process::get().interposer().commDestroy(comm),
                  callOrInvalid(real.commDestroy, comm));
 }
@@ -99,6 +105,7 @@ SYMMEM_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
                  callOrInvalid(real.commFinalize, comm));
 }
 SYMMEM_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  symmem::forgetComm(comm);
   SYMMEM_GUARDED("ncclCommAbort", Process::get().interposer().commAbort(comm), callOrInvalid(real.commAbort, comm));
 }
 SYMMEM_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int flags) {
@@ -129,6 +136,86 @@ ncclResult_t allReduceConfigEntry(const void* sendbuff, void* recvbuff, size_t c
       "ncclAllReduceConfig",
       Process::get().interposer().allReduceConfig(sendbuff, recvbuff, count, datatype, op, comm, stream, config),
       callOrInvalid(real.allReduceConfig, sendbuff, recvbuff, count, datatype, op, comm, stream, config));
+}
+}  // namespace
+
+namespace {
+// The calls that make communicators: each goes to NCCL unchanged, and the communicator it made is
+// named from its arguments (plugin/comm_names.h). Reached only through the code hooks and GOT
+// rebinding, never exported. Naming never fails the call: its own failure only leaves the
+// communicator unnamed (found by its context slot, as before).
+void nameCreated(ncclResult_t r, const ncclComm_t* newcomm, uint64_t identity, symmem::NamedBy by) noexcept {
+  if ((r != ncclSuccess && r != ncclInProgress) || newcomm == nullptr || *newcomm == nullptr || identity == 0) return;
+  try {
+    symmem::nameComm(*newcomm, {identity, by});
+  } catch (...) {
+  }
+}
+
+ncclResult_t commInitRankEntry(ncclComm_t* newcomm, int nranks, ncclUniqueId id, int rank) {
+  const ncclResult_t r = callOrInvalid(Process::get().nccl().commInitRank, newcomm, nranks, id, rank);
+  nameCreated(r, newcomm, symmem::commIdentityFromUniqueId(&id), symmem::NamedBy::UniqueId);
+  return r;
+}
+
+ncclResult_t commInitRankConfigEntry(ncclComm_t* newcomm, int nranks, ncclUniqueId id, int rank, ncclConfig_t* config) {
+  const ncclResult_t r = callOrInvalid(Process::get().nccl().commInitRankConfig, newcomm, nranks, id, rank, config);
+  nameCreated(r, newcomm, symmem::commIdentityFromUniqueId(&id), symmem::NamedBy::UniqueId);
+  return r;
+}
+
+ncclResult_t commInitRankScalableEntry(ncclComm_t* newcomm, int nranks, int myrank, int nId, ncclUniqueId* ids,
+                                       ncclConfig_t* config) {
+  // NCCL names it from the first id alone; read before the call, which may return before it is used.
+  const uint64_t identity = nId >= 1 && ids != nullptr ? symmem::commIdentityFromUniqueId(ids) : 0;
+  const ncclResult_t r =
+      callOrInvalid(Process::get().nccl().commInitRankScalable, newcomm, nranks, myrank, nId, ids, config);
+  nameCreated(r, newcomm, identity, symmem::NamedBy::UniqueId);
+  return r;
+}
+
+// The parent's name: from its own creation call, else the id NCCL gave its tuner (tuner v5).
+uint64_t parentIdentity(ncclComm_t parent) {
+  if (const std::optional<symmem::CommName> name = symmem::commName(parent)) return name->identity;
+  const std::shared_ptr<symmem::CommTicket> ticket = symmem::ticketFor(parent);
+  return ticket ? ticket->commId : 0;
+}
+
+ncclResult_t commSplitEntry(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
+  // Counted before the call, as NCCL counts it, on every rank (NOCOLOR ones too).
+  int count = 0;
+  uint64_t parent = 0;
+  try {
+    count = symmem::countChild(comm);
+    parent = count > 0 ? parentIdentity(comm) : 0;
+  } catch (...) {
+    count = 0;
+  }
+  const ncclResult_t r = callOrInvalid(Process::get().nccl().commSplit, comm, color, key, newcomm, config);
+  if (r != ncclSuccess && r != ncclInProgress) {
+    symmem::loseChildCount(comm);
+    return r;
+  }
+  // A split inside a group, or non-blocking, writes *newcomm only when it completes: left unnamed.
+  if (count > 0 && parent != 0 && color != NCCL_SPLIT_NOCOLOR)
+    nameCreated(r, newcomm, symmem::childCommIdentity(parent, count, color), symmem::NamedBy::Split);
+  return r;
+}
+
+// NCCL 2.29+: a grow counts as a child of the communicator it grows (its existing ranks), so the
+// splits after it are counted as NCCL counts them; the grown communicator itself is not named
+// (NCCL combines its id from the parent's internals).
+ncclResult_t commGrowEntry(ncclComm_t comm, int nRanks, const ncclUniqueId* id, int rank, ncclComm_t* newcomm,
+                           ncclConfig_t* config) {
+  if (comm != nullptr) {
+    try {
+      symmem::countChild(comm);
+    } catch (...) {
+    }
+  }
+  const ncclResult_t r = callOrInvalid(Process::get().nccl().commGrow, comm, nRanks, id, rank, newcomm, config);
+  if (comm != nullptr && r != ncclSuccess && r != ncclInProgress) symmem::loseChildCount(comm);
+  return r;
 }
 }  // namespace
 
@@ -172,6 +259,14 @@ std::vector<EntryPoint> optionalEntryPoints(const symmem::RealNccl& real) {
   std::vector<EntryPoint> points = {{"ncclCommGetAsyncError", fn(&ncclCommGetAsyncError), fn(real.commGetAsyncError)}};
   if (real.allReduceConfig)
     points.push_back({"ncclAllReduceConfig", fn(&allReduceConfigEntry), fn(real.allReduceConfig)});
+  // The creation calls (plugin/comm_names.h): without them a communicator is found by its context slot.
+  if (real.commInitRank) points.push_back({"ncclCommInitRank", fn(&commInitRankEntry), fn(real.commInitRank)});
+  if (real.commInitRankConfig)
+    points.push_back({"ncclCommInitRankConfig", fn(&commInitRankConfigEntry), fn(real.commInitRankConfig)});
+  if (real.commInitRankScalable)
+    points.push_back({"ncclCommInitRankScalable", fn(&commInitRankScalableEntry), fn(real.commInitRankScalable)});
+  if (real.commSplit) points.push_back({"ncclCommSplit", fn(&commSplitEntry), fn(real.commSplit)});
+  if (real.commGrow) points.push_back({"ncclCommGrow", fn(&commGrowEntry), fn(real.commGrow)});
   return points;
 }
 
@@ -439,6 +534,9 @@ bool attachOnce(std::string* whyNot) {
   switch (hookEntryPoints(entryPoints(real), optionalEntryPoints(real), settings)) {
     case HookOutcome::Hooked:
       hooked = true;
+      // In at the first try, inside the first communicator's creation (each one's tuner init waits
+      // here): no communicator of the process has had a child yet, so every child count starts at 0.
+      symmem::setUnseenParentsCountedFromTheirStart(hookAttempts == 1);
       return true;
     case HookOutcome::AnotherCopyHooked:
       hookAttempts = kHookAttempts;
