@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "core/table_file.h"
 #include "plugin/comm_tickets.h"
+#include "plugin/creation_calls.h"
 #include "plugin/setup_vote.h"
 #include "symmem/version.h"
 
@@ -129,7 +130,9 @@ Declaration declarationFor(const ProcessContext& process, uint64_t commId, size_
   // Outcomes every rank reaches alike (NCCL's id, rank and node counts are the communicator's): no
   // agreement at all, and every rank stays on NCCL without waiting for another.
   if (commId == 0) {
-    d.whyNot = "this NCCL gives its tuner no communicator id (NCCL 2.28.3 or later is needed to agree on the path)";
+    d.whyNot =
+        "this NCCL gives its tuner no communicator id, and without the code hooks no creation call names it "
+        "(NCCL 2.28.3 or later gives one)";
     return d;
   }
   if (nRanks < 2 || nRanks > static_cast<size_t>(kRendezvousSlots)) {
@@ -157,13 +160,14 @@ namespace {
 // bands it would apply). Returns the agreement, or null.
 std::shared_ptr<Rendezvous> openAgreement(const ProcessContext& process, const void* contextSlot, uint64_t commId,
                                           size_t nRanks, size_t nNodes, bool reaches, const std::string& whyNotReached,
-                                          uint64_t bands) {
+                                          uint64_t bands, const std::string& unnamed) {
   auto ticket = std::make_shared<CommTicket>();
   ticket->contextSlot = contextSlot;
   ticket->commId = commId;
   ticket->nRanks = countsFit(nRanks, nNodes) ? static_cast<int>(nRanks) : 0;
   ticket->nNodes = countsFit(nRanks, nNodes) ? static_cast<int>(nNodes) : 0;
-  const Declaration d = declarationFor(process, commId, nRanks, nNodes, reaches, whyNotReached);
+  Declaration d = declarationFor(process, commId, nRanks, nNodes, reaches, whyNotReached);
+  if (commId == 0 && !unnamed.empty()) d.whyNot = "this NCCL gives its tuner no communicator id, and " + unnamed;
   ticket->whyNot = d.whyNot;
   // Said here too: a rank whose calls never reach the interposer has no other moment to say it.
   if (d.join && !d.whyNot.empty()) {
@@ -211,13 +215,23 @@ abi::Result init(void** ctx, uint64_t commId, size_t nRanks, size_t nNodes, abi:
   // Never fail communicator creation: any problem leaves the communicator on NCCL's own model.
   try {
     const ProcessContext& process = processContext();
+    // NCCL 2.27 and older give no id: the creation call under way names the communicator, where the
+    // code hooks saw it (plugin/creation_calls.h).
+    std::string unnamed;
+    if (commId == 0 && reaches) {
+      if (const std::optional<CommName> name = claimCreationForTunerInit(ctx, nRanks, &unnamed)) {
+        commId = name->identity;
+        SYMMEM_INFO(kLogInit, "tuner: this NCCL gives its tuner no communicator id; 0x%llx from its creation call",
+                    static_cast<unsigned long long>(commId));
+      }
+    }
     auto* comm = new (std::nothrow) TunerComm(makeTunerComm(process, commId, nRanks, nNodes));
     if (comm == nullptr) return abi::kSuccess;
     gLiveContexts.fetch_add(1, std::memory_order_acq_rel);
     *ctx = comm;
     comm->contextSlot = ctx;
     comm->agreement =
-        openAgreement(process, ctx, commId, nRanks, nNodes, reaches, whyNotReached, bandsFingerprint(*comm));
+        openAgreement(process, ctx, commId, nRanks, nNodes, reaches, whyNotReached, bandsFingerprint(*comm), unnamed);
     const char* why = !countsFit(nRanks, nNodes) ? "rank or node count out of range: NCCL untouched"
                       : !process.policy.enabled  ? "disabled by SYMMEM_ENABLE=0"
                       : !process.policy.tuner    ? "NCCL bands off by SYMMEM_TUNER=0"

@@ -24,6 +24,7 @@
 #include "plugin/code_hook.h"
 #include "plugin/comm_names.h"
 #include "plugin/comm_tickets.h"
+#include "plugin/creation_calls.h"
 #include "plugin/interposer.h"
 #include "plugin/nccl_real.h"
 #include "plugin/process.h"
@@ -152,15 +153,28 @@ void nameCreated(ncclResult_t r, const ncclComm_t* newcomm, uint64_t identity, s
   }
 }
 
+// The caller's handle variable, as the creation record reads it (plugin/creation_calls.h).
+const void* const* handleOf(const ncclComm_t* newcomm) { return reinterpret_cast<const void* const*>(newcomm); }
+
 ncclResult_t commInitRankEntry(ncclComm_t* newcomm, int nranks, ncclUniqueId id, int rank) {
-  const ncclResult_t r = callOrInvalid(Process::get().nccl().commInitRank, newcomm, nranks, id, rank);
-  nameCreated(r, newcomm, symmem::commIdentityFromUniqueId(&id), symmem::NamedBy::UniqueId);
+  const uint64_t identity = symmem::commIdentityFromUniqueId(&id);
+  ncclResult_t r;
+  {
+    const symmem::CreationUnderWay underWay({identity, symmem::NamedBy::UniqueId}, nranks, handleOf(newcomm));
+    r = callOrInvalid(Process::get().nccl().commInitRank, newcomm, nranks, id, rank);
+  }
+  nameCreated(r, newcomm, identity, symmem::NamedBy::UniqueId);
   return r;
 }
 
 ncclResult_t commInitRankConfigEntry(ncclComm_t* newcomm, int nranks, ncclUniqueId id, int rank, ncclConfig_t* config) {
-  const ncclResult_t r = callOrInvalid(Process::get().nccl().commInitRankConfig, newcomm, nranks, id, rank, config);
-  nameCreated(r, newcomm, symmem::commIdentityFromUniqueId(&id), symmem::NamedBy::UniqueId);
+  const uint64_t identity = symmem::commIdentityFromUniqueId(&id);
+  ncclResult_t r;
+  {
+    const symmem::CreationUnderWay underWay({identity, symmem::NamedBy::UniqueId}, nranks, handleOf(newcomm));
+    r = callOrInvalid(Process::get().nccl().commInitRankConfig, newcomm, nranks, id, rank, config);
+  }
+  nameCreated(r, newcomm, identity, symmem::NamedBy::UniqueId);
   return r;
 }
 
@@ -168,8 +182,11 @@ ncclResult_t commInitRankScalableEntry(ncclComm_t* newcomm, int nranks, int myra
                                        ncclConfig_t* config) {
   // NCCL names it from the first id alone; read before the call, which may return before it is used.
   const uint64_t identity = nId >= 1 && ids != nullptr ? symmem::commIdentityFromUniqueId(ids) : 0;
-  const ncclResult_t r =
-      callOrInvalid(Process::get().nccl().commInitRankScalable, newcomm, nranks, myrank, nId, ids, config);
+  ncclResult_t r;
+  {
+    const symmem::CreationUnderWay underWay({identity, symmem::NamedBy::UniqueId}, nranks, handleOf(newcomm));
+    r = callOrInvalid(Process::get().nccl().commInitRankScalable, newcomm, nranks, myrank, nId, ids, config);
+  }
   nameCreated(r, newcomm, identity, symmem::NamedBy::UniqueId);
   return r;
 }
@@ -191,14 +208,20 @@ ncclResult_t commSplitEntry(ncclComm_t comm, int color, int key, ncclComm_t* new
   } catch (...) {
     count = 0;
   }
-  const ncclResult_t r = callOrInvalid(Process::get().nccl().commSplit, comm, color, key, newcomm, config);
+  const bool named = count > 0 && parent != 0 && color != NCCL_SPLIT_NOCOLOR;
+  const uint64_t identity = named ? symmem::childCommIdentity(parent, count, color) : 0;
+  ncclResult_t r;
+  {
+    // The child's rank count is known only once NCCL has gathered the colors.
+    const symmem::CreationUnderWay underWay({identity, symmem::NamedBy::Split}, -1, handleOf(newcomm));
+    r = callOrInvalid(Process::get().nccl().commSplit, comm, color, key, newcomm, config);
+  }
   if (r != ncclSuccess && r != ncclInProgress) {
     symmem::loseChildCount(comm);
     return r;
   }
   // A split inside a group, or non-blocking, writes *newcomm only when it completes: left unnamed.
-  if (count > 0 && parent != 0 && color != NCCL_SPLIT_NOCOLOR)
-    nameCreated(r, newcomm, symmem::childCommIdentity(parent, count, color), symmem::NamedBy::Split);
+  if (named) nameCreated(r, newcomm, identity, symmem::NamedBy::Split);
   return r;
 }
 

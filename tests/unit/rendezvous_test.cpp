@@ -14,14 +14,17 @@
 
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "core/decision_table.h"
+#include "plugin/comm_names.h"
 #include "plugin/comm_setup.h"
 #include "plugin/comm_tickets.h"
+#include "plugin/creation_calls.h"
 #include "plugin/interposer.h"
 #include "plugin/shm_directory.h"
 #include "plugin/tuner.h"
@@ -308,7 +311,9 @@ alignas(64) char gCommStruct[kContextOffset + 4096];
 
 void quietLogger(int, unsigned long, const char*, int, const char*, ...) {}
 
-enum class Twist { None, Rank1Unhooked, Rank1CannotAllocate };
+// TunerV4: NCCL 2.27 and older, whose tuner init gets no id; the code hooks' creation call names the
+// communicator (on rank 1 too, or not: Rank1Unnamed).
+enum class Twist { None, Rank1Unhooked, Rank1CannotAllocate, TunerV4, TunerV4Rank1Unnamed };
 
 // What one rank's process does: NCCL's tuner init, then its first eligible all-reduce. Exit code:
 // 1 the symmetric setup ran, 2 the call went to NCCL without any exchange, 1x test failures.
@@ -332,7 +337,17 @@ int oneRank(int rank, uint64_t commId, Twist twist, std::atomic<bool>* setupRan,
   }
                             : +[](std::string*) { return true; });
   void** slot = reinterpret_cast<void**>(gCommStruct + kContextOffset);
-  if (tuner::init(slot, commId, 2, 1, quietLogger, nullptr, nullptr) != abi::kSuccess) return 10;
+  const bool v4 = twist == Twist::TunerV4 || twist == Twist::TunerV4Rank1Unnamed;
+  {
+    resetCreationCallsForTests();
+    resetCommNamesForTests();
+    const void* handle = gCommStruct;  // NCCL writes the caller's handle before its tuner init runs
+    const bool named = v4 && !(twist == Twist::TunerV4Rank1Unnamed && rank == 1);
+    std::optional<CreationUnderWay> underWay;
+    if (named) underWay.emplace(CommName{commId, NamedBy::UniqueId}, 2, &handle);
+    if (tuner::init(slot, v4 ? 0 : commId, 2, 1, quietLogger, nullptr, nullptr) != abi::kSuccess) return 10;
+    if (named) nameComm(gCommStruct, {commId, NamedBy::UniqueId});
+  }
   barrier->arriveAndWait(2);
   if (unhooked) {
     std::this_thread::sleep_for(std::chrono::milliseconds(500));  // its all-reduces never reach the plugin
@@ -389,6 +404,18 @@ TEST(RendezvousInterposer, BothRanksHookedSetUpTogether) {
 // rank 0 hooked. Rank 0 must forward its first all-reduce too, at once, and post no exchange.
 TEST(RendezvousInterposer, OneRankUnhookedEveryRankStaysOnNcclWithoutAnExchange) {
   EXPECT_EQ(twoProcesses(Twist::Rank1Unhooked), (std::vector<int>{2, 2}));
+}
+
+// NCCL 2.27 and older: the ranks find each other by the name their creation calls give the
+// communicator.
+TEST(RendezvousInterposer, TunerWithoutIdsBothRanksNamedByTheirCreationCallsSetUpTogether) {
+  EXPECT_EQ(twoProcesses(Twist::TunerV4), (std::vector<int>{1, 1}));
+}
+
+// A rank whose creation call was not seen joins nothing: its peer, missing its declaration, stays on
+// NCCL with it at once.
+TEST(RendezvousInterposer, TunerWithoutIdsOneRankUnnamedEveryRankStaysOnNccl) {
+  EXPECT_EQ(twoProcesses(Twist::TunerV4Rank1Unnamed), (std::vector<int>{2, 2}));
 }
 
 // A rank whose exchange buffers cannot be allocated still arrives, saying no.
