@@ -699,6 +699,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--wait-async-error", type=_positive(0), default=0, metavar="S",
                    help="after a failure, poll ncclCommGetAsyncError up to S seconds and print what it returns "
                         "(0: not at all; with --abort-after-first: how long the others wait, default 120)")
+    g.add_argument("--world-comm", action="store_true",
+                   help="first make a communicator that issues no all-reduce (an inference server's world "
+                        "group), then run the checks on a second one")
     g.add_argument("--stall-timeout", type=_positive(1), default=300, metavar="S",
                    help="with --launched: an all-reduce not finished after S seconds is an error (default 300)")
     g.add_argument("--stats-check", metavar="SYMMEM_STAT",
@@ -766,6 +769,8 @@ def parse_args(argv=None, environ=None) -> argparse.Namespace:
             parser.error("--device picks the GPU of one rank: not with --nranks > 1 (rank r uses GPU r)")
     if args.abort_after_first and args.world < 2:
         parser.error("--abort-after-first needs WORLD_SIZE >= 2")
+    if args.world_comm and not args.launched and not args.self_test:
+        parser.error("--world-comm needs --launched (start the ranks with tests/multiproc/launch_ranks.py)")
     if args.scenario and not args.self_test:
         if not args.launched:
             parser.error("--scenario needs --launched (start the ranks with tests/multiproc/launch_ranks.py)")
@@ -1188,6 +1193,7 @@ class Rank:
         cuda = self.cuda
         uid_comm = None
         comm = None
+        world = None
         try:
             cuda.set_device(self.device)
             if self.rank == 0:
@@ -1195,6 +1201,11 @@ class Rank:
                 self.say(f"cudart {cuda.loaded_from} (runtime {rt}, driver {drv}); {self.nranks} rank(s); "
                          f"graphs: {args.graph_calls} calls x {args.graph_replays} replays, {args.capture_mode} capture")
             self.stream = cuda.stream_create()
+            if args.world_comm:
+                # As an inference server's workers do: the world group's communicator (made by its
+                # warm-up all-reduce) before the tensor-parallel pynccl one the checks run on.
+                world = self.new_comm(lib, "world communicator", uid)
+                uid = self.exchange_id(lib, "tensor-parallel")
             comm = uid_comm = self.new_comm(lib, "first communicator", uid)
             if self.rank == 0:
                 fresh = lib.lib["ncclAllReduce"]  # a new dlsym on the same handle, now that NCCL is up
@@ -1221,16 +1232,22 @@ class Rank:
             if args.stats_check:
                 self.check_live_stats(lib, comm)
             comm = None
-            lib.ncclCommDestroy(uid_comm)  # the last communicator there is
+            lib.ncclCommDestroy(uid_comm)
+            if world is not None:
+                lib.ncclCommDestroy(world)
+                world = None
+            # no communicator is left
             self.lifecycle(version)
         except Exception as e:  # noqa: BLE001 - every failure is reported and fails the run
             self.errors.append(str(e) if isinstance(e, (NcclError, CudaError)) else traceback.format_exc())
             self.say(f"ERROR: {self.errors[-1]}")
             if comm is not None and args.wait_async_error and lib is not None:
                 self.report_async_error(lib, comm, args.wait_async_error)
-            if comm is not None:
+            for c in (comm, world):
+                if c is None:
+                    continue
                 try:
-                    lib.ncclCommAbort(comm)  # never waits for a peer
+                    lib.ncclCommAbort(c)  # never waits for a peer
                 except NcclError as abort_error:
                     self.say(f"ERROR: {abort_error}")
         finally:
