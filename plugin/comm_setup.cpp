@@ -165,7 +165,7 @@ Agreement agreeBeforeExchanges(const ProcessContext& process, ncclComm_t comm, c
                        std::to_string(ticket->nRanks) + ")"};
   agreement.arrive(mine.rank, voteOf(process), mine.takesPart, mine.why);
   try {
-    const Tally t = agreement.await(process.timeoutMs, ticket->nNodes == 1, aborted);
+    const Tally t = agreement.await(process.timeoutMs, ticket->nNodes == 1 && ticket->idFromNccl, aborted);
     return {t.verdict == Verdict::Go, t.why, acrossNodes};
   } catch (...) {
     // This rank has arrived: it must read the verdict in force, and says no if none is yet. Nothing

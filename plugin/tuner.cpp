@@ -160,10 +160,11 @@ namespace {
 // bands it would apply). Returns the agreement, or null.
 std::shared_ptr<Rendezvous> openAgreement(const ProcessContext& process, const void* contextSlot, uint64_t commId,
                                           size_t nRanks, size_t nNodes, bool reaches, const std::string& whyNotReached,
-                                          uint64_t bands, const std::string& unnamed) {
+                                          uint64_t bands, bool namedByCreation, const std::string& unnamed) {
   auto ticket = std::make_shared<CommTicket>();
   ticket->contextSlot = contextSlot;
   ticket->commId = commId;
+  ticket->idFromNccl = commId != 0 && unnamed.empty() && !namedByCreation;
   ticket->nRanks = countsFit(nRanks, nNodes) ? static_cast<int>(nRanks) : 0;
   ticket->nNodes = countsFit(nRanks, nNodes) ? static_cast<int>(nNodes) : 0;
   Declaration d = declarationFor(process, commId, nRanks, nNodes, reaches, whyNotReached);
@@ -218,9 +219,11 @@ abi::Result init(void** ctx, uint64_t commId, size_t nRanks, size_t nNodes, abi:
     // NCCL 2.27 and older give no id: the creation call under way names the communicator, where the
     // code hooks saw it (plugin/creation_calls.h).
     std::string unnamed;
-    if (commId == 0 && reaches) {
+    bool namedByCreation = false;
+    if (commId == 0) {
       if (const std::optional<CommName> name = claimCreationForTunerInit(ctx, nRanks, &unnamed)) {
         commId = name->identity;
+        namedByCreation = true;
         SYMMEM_INFO(kLogInit, "tuner: this NCCL gives its tuner no communicator id; 0x%llx from its creation call",
                     static_cast<unsigned long long>(commId));
       }
@@ -230,8 +233,11 @@ abi::Result init(void** ctx, uint64_t commId, size_t nRanks, size_t nNodes, abi:
     gLiveContexts.fetch_add(1, std::memory_order_acq_rel);
     *ctx = comm;
     comm->contextSlot = ctx;
-    comm->agreement =
-        openAgreement(process, ctx, commId, nRanks, nNodes, reaches, whyNotReached, bandsFingerprint(*comm), unnamed);
+    std::shared_ptr<Rendezvous> agreement = openAgreement(process, ctx, commId, nRanks, nNodes, reaches, whyNotReached,
+                                                          bandsFingerprint(*comm), namedByCreation, unnamed);
+    // NCCL 2.27 and older run this init after their intra-node barrier: a rank's first collective can
+    // come before a peer has declared, so no rank could know that the others apply the same bands.
+    if (!namedByCreation) comm->agreement = std::move(agreement);
     const char* why = !countsFit(nRanks, nNodes) ? "rank or node count out of range: NCCL untouched"
                       : !process.policy.enabled  ? "disabled by SYMMEM_ENABLE=0"
                       : !process.policy.tuner    ? "NCCL bands off by SYMMEM_TUNER=0"
