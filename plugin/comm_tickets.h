@@ -1,16 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // What the tuner learned about each communicator at its init, for the interposer to find at the
-// communicator's first all-reduce: NCCL's id for the communicator (the same on every rank; only the
-// tuner is told it), NCCL's node count, and the communicator's agreement (plugin/rendezvous.h).
+// communicator's first all-reduce: the communicator's id (the same on every rank: NCCL's, tuner v5+;
+// else the one its creation call gave it, plugin/creation_calls.h), NCCL's node count, and the
+// communicator's agreement (plugin/rendezvous.h).
 //
-// The interposer holds an ncclComm_t, the tuner a context slot: NCCL hands its tuner init the address
-// of a member of its communicator struct (&comm->tunerContext, NCCL 2.21 - 2.30 at least), so that
-// address lies a fixed distance past the ncclComm_t. Structs never overlap, so the nearest slot past a
-// communicator is its own; the first lookup learns the distance, and every later one must match it
-// exactly (and the ticket's rank count the communicator's). A communicator
-// without a ticket (NCCL did not load the plugin as its tuner, or an NCCL that breaks this rule) stays
-// on NCCL, and so, through the agreement, do its peers.
+// The interposer holds an ncclComm_t, the tuner a context slot. A communicator the code hooks saw
+// made has a name (plugin/comm_names.h): its ticket is the one live ticket with that id. Otherwise
+// (the process's first communicator, one made by a call not hooked, several live with one id) the
+// slot tells: NCCL hands its tuner init the address of a member of its communicator struct
+// (&comm->tunerContext, NCCL 2.21 - 2.31 at least), so that address lies a fixed distance past the
+// ncclComm_t. Structs never overlap, so the nearest slot past a communicator is its own; the first
+// lookup learns the distance, and every later one must match it exactly (and the ticket's rank count
+// the communicator's). A communicator without a ticket (NCCL did not load the plugin as its tuner, or
+// an NCCL that breaks this rule) stays on NCCL, and so, through the agreement, do its peers.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
