@@ -26,6 +26,7 @@
 #include "core/settings.h"
 #include "core/symmetric_limits.h"
 #include "core/table_file.h"
+#include "plugin/nccl_support.h"
 #include "plugin/process.h"
 #include "plugin/process_context.h"
 #include "plugin/table_in_force.h"
@@ -175,15 +176,17 @@ bool parseArgs(int argc, char** argv, Options& o) {
   return true;
 }
 
+// The loaded NCCL's version, and on a second line what the plugin does with it.
 std::string loadedNcclVersion() {
   const char* candidates[] = {"libnccl.so.2", SYMMEM_BUILT_NCCL_LIBRARY};
   for (const char* name : candidates) {
     NcclLibrary nccl = loadNcclLibrary(name);
     if (nccl.handle == nullptr) continue;
     int code = 0;
-    std::string result = nccl.getVersion && nccl.getVersion(&code) == ncclSuccess
-                             ? ncclVersionText(code) + " (" + name + ")"
-                             : "unknown";
+    std::string result =
+        nccl.getVersion && nccl.getVersion(&code) == ncclSuccess
+            ? ncclVersionText(code) + " (" + name + ")\n  with it:          " + ncclSupport(code).summary
+            : "unknown";
     // Only the version is wanted here: the library is closed again.
     unloadNcclLibrary(nccl);
     return result;
