@@ -165,7 +165,9 @@ Agreement agreeBeforeExchanges(const ProcessContext& process, ncclComm_t comm, c
                        std::to_string(ticket->nRanks) + ")"};
   agreement.arrive(mine.rank, voteOf(process), mine.takesPart, mine.why);
   try {
-    const Tally t = agreement.await(process.timeoutMs, ticket->nNodes == 1 && ticket->idFromNccl, aborted);
+    const bool oneNode = ticket->nNodes == 1;
+    const Tally t = agreement.await(process.timeoutMs, oneNode && ticket->idFromNccl, aborted,
+                                    oneNode && !ticket->idFromNccl ? kLateDeclarationsDueMs : 0);
     return {t.verdict == Verdict::Go, t.why, acrossNodes};
   } catch (...) {
     // This rank has arrived: it must read the verdict in force, and says no if none is yet. Nothing

@@ -31,7 +31,7 @@ struct CommTicket {
   // Whether NCCL gave the tuner the id (tuner v5+, NCCL 2.28.3+), whose init runs before NCCL's
   // intra-node barrier: on one node every declaration is then in by a rank's first all-reduce. An id
   // from the creation call (NCCL 2.27 and older, whose init runs after that barrier) gives no such
-  // promise: the agreement waits for every rank's declaration, bounded.
+  // promise: the agreement waits for every rank's declaration, until it is due (kLateDeclarationsDueMs).
   bool idFromNccl = false;
   std::shared_ptr<Rendezvous> rendezvous;  // null: this communicator stays on NCCL (whyNot)
   std::string whyNot;

@@ -125,7 +125,8 @@ Tally tallyRendezvous(const TallyInput& in) {
   }
   if (in.everyDeclarationIsIn && declared < in.nRanks)
     return {Verdict::No, "only " + std::to_string(declared) + " of " + std::to_string(in.nRanks) +
-                             " ranks loaded the plugin as NCCL's tuner (NCCL_TUNER_PLUGIN must be set on every rank)"};
+                             " ranks loaded the plugin as NCCL's tuner (NCCL_TUNER_PLUGIN must be set on every rank; "
+                             "with NCCL 2.27 and older the plugin must also have seen the communicator made)"};
   if (arrived == in.nRanks) {
     std::vector<SetupVote> votes;
     for (const SlotView* s : byRank) votes.push_back(s->vote);
@@ -461,17 +462,19 @@ void Rendezvous::refuse(const std::string& why) {
   decide(Verdict::No, why.empty() ? std::string_view("a rank failed inside the agreement") : std::string_view(why));
 }
 
-Tally Rendezvous::await(int64_t timeoutMs, bool everyDeclarationIsIn, const std::function<bool()>& aborted) {
+Tally Rendezvous::await(int64_t timeoutMs, bool everyDeclarationIsIn, const std::function<bool()>& aborted,
+                        int64_t declarationsDueMs) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   const auto deadline = start + std::chrono::milliseconds(timeoutMs);
+  const auto declarationsDue = start + std::chrono::milliseconds(declarationsDueMs);
   auto nextWarning = start + std::chrono::seconds(60);
   auto pause = std::chrono::microseconds(20);
   for (;;) {
     Tally t = verdict();
     if (t.verdict != Verdict::Pending) return t;
-    TallyInput in = snapshot(everyDeclarationIsIn);
     const auto now = Clock::now();
+    TallyInput in = snapshot(everyDeclarationIsIn || (declarationsDueMs > 0 && now >= declarationsDue));
     in.timedOut = now >= deadline;
     in.timeoutMs = timeoutMs;
     in.aborted = aborted && aborted();

@@ -90,6 +90,12 @@ Tally tallyRendezvous(const TallyInput& in);
 // every rank's tuner init), so every rank reads the same slots and answers the same.
 bool bandsAgreeIn(const TallyInput& in);
 
+// NCCL 2.27 and older run the tuner's init after their intra-node barrier: a peer's declaration can
+// come after a rank's first all-reduce, but within moments of it (every rank has passed that barrier).
+// One still missing this long into the wait never comes (that rank's creation call was not seen),
+// and every rank stays on NCCL, rather than waiting out SYMMEM_TIMEOUT_MS.
+inline constexpr int64_t kLateDeclarationsDueMs = 5000;
+
 // This user's segment of one communicator. Thread-safe; shared by the tuner's ticket and a setup in
 // progress.
 class Rendezvous {
@@ -113,8 +119,10 @@ class Rendezvous {
   // Sets the verdict to No unless it is already decided (an abort, a rank that cannot arrive).
   void refuse(const std::string& why);
   // Waits (bounded by timeoutMs; `aborted` polled) until the verdict is decided, and returns it.
-  // `everyDeclarationIsIn`: see TallyInput.
-  Tally await(int64_t timeoutMs, bool everyDeclarationIsIn, const std::function<bool()>& aborted);
+  // `everyDeclarationIsIn`: see TallyInput. Where it is false, `declarationsDueMs` > 0 makes it true
+  // once that long has passed (NCCL 2.27 and older: see kLateDeclarationsDueMs).
+  Tally await(int64_t timeoutMs, bool everyDeclarationIsIn, const std::function<bool()>& aborted,
+              int64_t declarationsDueMs = 0);
   // The verdict now (Pending until decided). Never waits.
   Tally verdict() const;
   // The same without its reason: never allocates, never waits.
