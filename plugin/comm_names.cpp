@@ -28,6 +28,8 @@ Names& names() {
 
 }  // namespace
 
+std::mutex& commNamesMutex() { return names().mutex; }
+
 void nameComm(const void* comm, CommName name) {
   if (comm == nullptr) return;
   Names& n = names();

@@ -9,6 +9,7 @@
 // split inside a group (NCCL writes its handle only at the group's end) has no name here, and is found
 // by its context slot (plugin/comm_tickets.h).
 #include <cstdint>
+#include <mutex>
 #include <optional>
 
 namespace symmem {
@@ -41,6 +42,9 @@ void setUnseenParentsCountedFromTheirStart(bool counted);
 // At ncclCommDestroy / ncclCommAbort: the address may be reused by another communicator. Never throws.
 void forgetComm(const void* comm) noexcept;
 
+// The table of communicator names's lock, for the fork handlers alone (plugin/process.cpp): held by the forking thread
+// across fork, so a child never inherits it held mid-change.
+std::mutex& commNamesMutex();
 void resetCommNamesForTests();
 
 }  // namespace symmem

@@ -27,6 +27,8 @@ Tickets& tickets() {
 
 }  // namespace
 
+std::mutex& commTicketsMutex() { return tickets().mutex; }
+
 void registerTicket(std::shared_ptr<CommTicket> ticket) {
   Tickets& t = tickets();
   std::lock_guard<std::mutex> lock(t.mutex);

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "plugin/rendezvous.h"
@@ -49,6 +50,9 @@ std::shared_ptr<CommTicket> ticketFor(const void* comm);
 inline constexpr size_t kMaxContextSlotDistance = 8u << 20;
 
 // Forgets the learned distance and every ticket (tests).
+// The table of tuner tickets's lock, for the fork handlers alone (plugin/process.cpp): held by the forking thread
+// across fork, so a child never inherits it held mid-change.
+std::mutex& commTicketsMutex();
 void resetTicketsForTests();
 
 }  // namespace symmem

@@ -40,6 +40,8 @@ Calls& calls() {
 
 }  // namespace
 
+std::mutex& creationCallsMutex() { return calls().mutex; }
+
 CreationUnderWay::CreationUnderWay(CommName name, int nRanks, const void* const* newcomm) noexcept {
   if (name.identity == 0) return;
   try {

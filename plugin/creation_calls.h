@@ -16,6 +16,7 @@
 // agreement, and every rank of the communicator stays on NCCL together.
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -42,6 +43,9 @@ class CreationUnderWay {
 std::optional<CommName> claimCreationForTunerInit(const void* contextSlot, size_t nRanks, std::string* whyNot);
 
 // Forgets every record and the measured distance (tests).
+// The record of creation calls under way's lock, for the fork handlers alone (plugin/process.cpp): held by the forking
+// thread across fork, so a child never inherits it held mid-change.
+std::mutex& creationCallsMutex();
 void resetCreationCallsForTests();
 
 }  // namespace symmem

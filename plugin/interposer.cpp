@@ -44,8 +44,12 @@ std::optional<bool> streamIsCapturing(cudaStream_t stream) {
 }
 
 Interposer::Interposer(const RealNccl& nccl, const ProcessContext& process, SetupSteps steps,
-                       CaptureProbeFn captureProbe)
-    : nccl_(nccl), process_(process), steps_(std::move(steps)), captureProbe_(std::move(captureProbe)) {}
+                       CaptureProbeFn captureProbe, int copy)
+    : nccl_(nccl),
+      process_(process),
+      steps_(std::move(steps)),
+      captureProbe_(std::move(captureProbe)),
+      copy_(copy >= 0 && copy < kMaxNcclCopies ? copy : 0) {}
 
 std::shared_ptr<CommState> Interposer::find(ncclComm_t comm) const {
   std::shared_lock lock(mutex_);
@@ -178,11 +182,14 @@ std::shared_ptr<CommState> Interposer::setUp(ncclComm_t comm, cudaStream_t strea
   if (state->device < 0) state->device = mine.device;
   if (state->ready) {
     const Thresholds* e = state->entry;
+    // A second NCCL copy's communicators say whose they are (plugin/nccl_copies.h).
+    const std::string copy =
+        copy_ == 0 ? std::string() : ", NCCL copy " + std::to_string(copy_) + " " + std::string(nccl_.library);
     SYMMEM_INFO(kLogInit | kLogColl,
-                "comm %p rank %d/%d: symmetric path on (cc %s, link %s, one-shot <= %s, two-shot <= %s)",
+                "comm %p rank %d/%d: symmetric path on (cc %s, link %s, one-shot <= %s, two-shot <= %s%s)",
                 static_cast<void*>(comm), mine.rank, mine.nRanks, state->facts.cc.str().c_str(),
                 std::string(linkClassName(state->facts.link)).c_str(), formatBytes(e ? e->oneShotMaxBytes : 0).c_str(),
-                formatBytes(e ? e->twoShotMaxBytes : 0).c_str());
+                formatBytes(e ? e->twoShotMaxBytes : 0).c_str(), copy.c_str());
   } else {
     SYMMEM_INFO(kLogInit | kLogColl, "comm %p rank %d/%d: all-reduces stay on NCCL (%s)", static_cast<void*>(comm),
                 mine.rank, mine.nRanks, state->why.c_str());
@@ -265,6 +272,12 @@ void Interposer::atExit() {
   // A forked child (a data loader's worker, say) holds its parent's communicators: not its to sum up.
   if (!stats_ || stats_->inForkedChild()) return;
   stats_->stopPublishing();  // no copy from the device while the process ends
+  sayLiveCommunicators();
+  stats_->removeFile();
+}
+
+void Interposer::sayLiveCommunicators() const {
+  if (!stats_) return;
   try {
     std::shared_lock lock(mutex_);
     auto say = [](ncclComm_t comm, const CommCounters& k) {
@@ -277,7 +290,6 @@ void Interposer::atExit() {
       if (counters) say(comm, *counters);
   } catch (...) {
   }
-  stats_->removeFile();
 }
 
 ncclResult_t Interposer::forward(const AllReduceCall& c) const {

@@ -118,8 +118,10 @@ std::optional<bool> streamIsCapturing(cudaStream_t stream);
 
 class Interposer {
  public:
+  // `copy`: which of the process's NCCL copies `nccl` is (plugin/nccl_copies.h); each copy's groups are
+  // its own, as NCCL keeps them.
   Interposer(const RealNccl& nccl, const ProcessContext& process, SetupSteps steps,
-             CaptureProbeFn captureProbe = streamIsCapturing);
+             CaptureProbeFn captureProbe = streamIsCapturing, int copy = 0);
   Interposer(const RealNccl& nccl, const ProcessContext& process, CommSetupFn setup,
              CaptureProbeFn captureProbe = streamIsCapturing)
       : Interposer(nccl, process, SetupSteps{nullptr, nullptr, std::move(setup)}, std::move(captureProbe)) {}
@@ -148,26 +150,23 @@ class Interposer {
   ncclResult_t groupSimulateEnd(ncclSimInfo_t* simInfo);
 
   size_t liveCommunicators() const;
-  // Counting every call (plugin/call_stats.h), from now on; set before the first call.
-  void enableStats(std::unique_ptr<CallStats> stats) { stats_ = std::move(stats); }
+  // Counting every call (plugin/call_stats.h), from now on; set before the first call. The process's
+  // interposers (one per NCCL copy) share one.
+  void enableStats(std::shared_ptr<CallStats> stats) { stats_ = std::move(stats); }
   CallStats* callStats() const { return stats_.get(); }
   // At process exit: the summary line of every communicator still alive, then the statistics file goes.
   void atExit();
+  // The summary lines alone (the process removes the file it shares once every interposer said them).
+  void sayLiveCommunicators() const;
   // In a forked child: the statistics file is the parent's.
   void statsAfterFork() {
     if (stats_) stats_->detachInForkedChild();
   }
-  // Around fork (pthread_atfork): a child must not inherit the communicator table's lock held by a
-  // thread it does not have. The plugin's one interposer registers them (plugin/process.cpp).
-  // The statistics' locks too (CallStats::lockForFork), after this one: the order every path takes them.
-  void lockForFork() {
-    mutex_.lock();
-    if (stats_) stats_->lockForFork();
-  }
-  void unlockAfterFork() {
-    if (stats_) stats_->unlockAfterFork();
-    mutex_.unlock();
-  }
+  // Around fork (pthread_atfork, plugin/process.cpp): a child must not inherit the communicator table's
+  // lock held by a thread it does not have. The process takes the statistics' locks after every
+  // interposer's (the order every path takes them).
+  void lockForFork() { mutex_.lock(); }
+  void unlockAfterFork() { mutex_.unlock(); }
   // In the child the lock is made anew: glibc's rwlock knows its writer by thread id, which the
   // child's one thread no longer has, so an unlock there would not release it.
   void renewAfterFork() { new (&mutex_) std::shared_mutex; }
@@ -196,8 +195,9 @@ class Interposer {
   ncclResult_t launch(const AllReduceCall& c, CommState& state, kernels::KernelChoice kernel);
   // A call that threw past its point of no return: ncclInternalError, with the communicator's one WARN.
   ncclResult_t failedPastPointOfNoReturn(const AllReduceCall& c, const char* what) const noexcept;
-  static bool inGroup();                           // this thread is inside ncclGroupStart/End
-  static std::vector<HeldAllReduce>& heldCalls();  // this thread's, in issue order
+  struct ThreadGroup;
+  ThreadGroup& group() const;  // this thread's group on this interposer's NCCL copy
+  bool inGroup() const;        // this thread is inside ncclGroupStart/End
   ncclResult_t hold(const AllReduceCall& c);
   ncclResult_t endOutermostGroup();
   // Sets up every communicator in `comms`: one thread per GPU, so that one thread driving several ranks
@@ -229,7 +229,8 @@ class Interposer {
   // Communicators aborted while their setup waits in the agreement: the wait ends at once.
   mutable std::mutex abortMutex_;
   std::vector<ncclComm_t> aborted_;
-  std::unique_ptr<CallStats> stats_;  // before the states, which hold leases on its slots
+  int copy_ = 0;
+  std::shared_ptr<CallStats> stats_;  // before the states, which hold leases on its slots
   mutable std::shared_mutex mutex_;
   // shared_ptr: a call in flight on one thread keeps the state alive while another thread (a watchdog
   // calling ncclCommAbort, say) drops it.

@@ -16,6 +16,7 @@
 //     group met for the first time, one thread each. Every rank issues the same group, so every rank
 //     sets up at the same point.
 #include <algorithm>
+#include <array>
 #include <exception>
 #include <thread>
 
@@ -30,38 +31,42 @@ struct Interposer::HeldAllReduce {
   kernels::KernelChoice kernel;
 };
 
+// This thread's group, as NCCL keeps its own: per thread, and per NCCL copy (two copies in one process
+// keep two sets of groups). What the outermost group end has to do is dropped with a thread that exits
+// inside a group (its NCCL group is lost with it as well).
+struct Interposer::ThreadGroup {
+  int depth = 0;
+  std::vector<std::pair<ncclComm_t, cudaStream_t>> setups;  // first sight, in issue order
+  bool setupsLost = false;                                  // more first sights in one group than room was made for
+  std::vector<HeldAllReduce> held;
+};
+
 namespace {
-
-// This thread's group, as NCCL keeps its own: per thread. What the outermost group end has to do is
-// dropped with a thread that exits inside a group (its NCCL group is lost with it as well).
-thread_local int tDepth = 0;
-thread_local std::vector<std::pair<ncclComm_t, cudaStream_t>> tSetups;  // first sight, in issue order
-thread_local bool tSetupsLost = false;  // more first sights in one group than room was made for
 constexpr size_t kSetupsPerGroup = 1024;
-
 }  // namespace
 
-std::vector<Interposer::HeldAllReduce>& Interposer::heldCalls() {
-  thread_local std::vector<HeldAllReduce> held;
-  return held;
+Interposer::ThreadGroup& Interposer::group() const {
+  thread_local std::array<ThreadGroup, kMaxNcclCopies> groups;
+  return groups[static_cast<size_t>(copy_)];
 }
 
-bool Interposer::inGroup() { return tDepth > 0; }
+bool Interposer::inGroup() const { return group().depth > 0; }
 
 ncclResult_t Interposer::hold(const AllReduceCall& c) {
+  ThreadGroup& g = group();
   std::shared_ptr<CommState> state = find(c.comm);
   if (state == nullptr) {
     // First sight of this communicator: NCCL takes this call, setup follows the group's end.
     // Captured: no setup (the same on every rank). A probe that fails still sets up, saying no.
     const std::optional<bool> capturing = captureState(c.stream);
     if (!(capturing && *capturing) &&
-        std::none_of(tSetups.begin(), tSetups.end(), [&](const auto& s) { return s.first == c.comm; })) {
+        std::none_of(g.setups.begin(), g.setups.end(), [&](const auto& s) { return s.first == c.comm; })) {
       // Room was made at the group's start: a setup is never lost to a failed allocation here, which
       // would leave this rank out of an agreement its peers wait in.
-      if (tSetups.size() < tSetups.capacity())
-        tSetups.emplace_back(c.comm, c.stream);
+      if (g.setups.size() < g.setups.capacity())
+        g.setups.emplace_back(c.comm, c.stream);
       else
-        tSetupsLost = true;
+        g.setupsLost = true;
     }
     countCall(c, nullptr, stats::Route::NcclBeforeSetup);
     return forward(c);
@@ -69,7 +74,7 @@ ncclResult_t Interposer::hold(const AllReduceCall& c) {
   const std::optional<kernels::KernelChoice> kernel = kernelFor(c, state.get());
   if (!kernel) return forward(c);
   try {
-    heldCalls().push_back({c, std::move(state), *kernel});
+    g.held.push_back({c, std::move(state), *kernel});
   } catch (const std::exception&) {
     return forward(c);  // the group is still open: NCCL takes it
   }
@@ -79,41 +84,44 @@ ncclResult_t Interposer::hold(const AllReduceCall& c) {
 }
 
 ncclResult_t Interposer::groupStart() {
-  SYMMEM_TRACE(kLogColl, "group start (depth %d)", tDepth);
-  if (tDepth == 0 && tSetups.capacity() < kSetupsPerGroup) {
+  ThreadGroup& g = group();
+  SYMMEM_TRACE(kLogColl, "group start (depth %d)", g.depth);
+  if (g.depth == 0 && g.setups.capacity() < kSetupsPerGroup) {
     try {
-      tSetups.reserve(kSetupsPerGroup);
+      g.setups.reserve(kSetupsPerGroup);
     } catch (const std::exception&) {
       // No room: first sights in this group go unrecorded (said at its end), never half-recorded.
     }
   }
   const ncclResult_t r = nccl_.groupStart();
-  if (r == ncclSuccess) ++tDepth;
+  if (r == ncclSuccess) ++g.depth;
   return r;
 }
 
 ncclResult_t Interposer::groupEnd() {
-  SYMMEM_TRACE(kLogColl, "group end (depth %d)", tDepth);
-  if (tDepth == 0) return nccl_.groupEnd();  // not in a group: NCCL says what that is
-  if (tDepth > 1) {
-    --tDepth;
+  ThreadGroup& g = group();
+  SYMMEM_TRACE(kLogColl, "group end (depth %d)", g.depth);
+  if (g.depth == 0) return nccl_.groupEnd();  // not in a group: NCCL says what that is
+  if (g.depth > 1) {
+    --g.depth;
     return nccl_.groupEnd();
   }
   return endOutermostGroup();
 }
 
 ncclResult_t Interposer::endOutermostGroup() {
+  ThreadGroup& g = group();
   // From here on nothing throws out of this function: the held calls are taken off the group, and a
   // second end (the entry point handing the call to NCCL) would end NCCL's group twice.
   PointOfNoReturn::pass();
-  tDepth = 0;
-  std::vector<HeldAllReduce> held = std::move(heldCalls());
-  heldCalls().clear();
+  g.depth = 0;
+  std::vector<HeldAllReduce> held = std::move(g.held);
+  g.held.clear();
   std::vector<std::pair<ncclComm_t, cudaStream_t>> setups;
-  setups.swap(tSetups);
-  tSetups.clear();
-  if (tSetupsLost) {
-    tSetupsLost = false;
+  setups.swap(g.setups);
+  g.setups.clear();
+  if (g.setupsLost) {
+    g.setupsLost = false;
     try {
       SYMMEM_WARN(
           "a group met more than %zu communicators for the first time: the rest set up at a later group, "
@@ -162,16 +170,17 @@ ncclResult_t Interposer::endOutermostGroup() {
 }
 
 ncclResult_t Interposer::groupSimulateEnd(ncclSimInfo_t* simInfo) {
+  ThreadGroup& g = group();
   if (!nccl_.groupSimulateEnd) return ncclInvalidUsage;
-  if (tDepth > 1)
-    --tDepth;
-  else if (tDepth == 1) {
-    tDepth = 0;
+  if (g.depth > 1)
+    --g.depth;
+  else if (g.depth == 1) {
+    g.depth = 0;
     // NCCL estimates the group as issued: the held calls join it (nothing runs in a simulation), and
     // the setups wait for a group that does run.
-    std::vector<HeldAllReduce> held = std::move(heldCalls());
-    heldCalls().clear();
-    tSetups.clear();
+    std::vector<HeldAllReduce> held = std::move(g.held);
+    g.held.clear();
+    g.setups.clear();
     for (const HeldAllReduce& h : held) forward(h.call);
   }
   return nccl_.groupSimulateEnd(simInfo);

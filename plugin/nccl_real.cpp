@@ -14,12 +14,13 @@ RealNccl resolveNccl(void* handle, NcclNames names) {
   RealNccl r;
   forEachNcclFunction(r, [&](auto& out, const char* name) {
     void* sym = nullptr;
-    if (names == NcclNames::Aliases) {
+    if (names != NcclNames::Plain) {
       // pncclX is NCCL's strong alias for exactly this purpose, and exists in libnccl alone: a lookup
-      // of ncclX could come back to the plugin, which defines several ncclX itself.
+      // of ncclX could come back to the plugin, which defines several ncclX itself. A second copy's
+      // function is never another copy's: no global lookup for it.
       const std::string p = std::string("p") + name;
       sym = handle ? dlsym(handle, p.c_str()) : nullptr;
-      if (!sym) sym = dlsym(RTLD_DEFAULT, p.c_str());
+      if (!sym && names == NcclNames::Aliases) sym = dlsym(RTLD_DEFAULT, p.c_str());
     } else if (handle) {
       sym = dlsym(handle, name);
     }

@@ -8,6 +8,9 @@
 
 namespace symmem {
 
+// The most NCCL copies one process can have served at once (plugin/nccl_copies.h).
+constexpr int kMaxNcclCopies = 4;
+
 struct RealNccl {
   ncclResult_t (*allReduce)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
                             cudaStream_t) = nullptr;
@@ -74,8 +77,9 @@ void forEachNcclFunction(RealNccl& r, F&& f) {
 
 // How the names are looked up in a library's handle.
 enum class NcclNames {
-  Aliases,  // pncclX (then the global scope): never the plugin's own ncclX definitions
-  Plain,    // ncclX, in the handle only (a library the tools opened themselves)
+  Aliases,        // pncclX (then the global scope): never the plugin's own ncclX definitions
+  AliasesInCopy,  // pncclX in the handle only: a second NCCL copy, whose missing functions stay null
+  Plain,          // ncclX, in the handle only (a library the tools opened themselves)
 };
 RealNccl resolveNccl(void* handle, NcclNames names);
 

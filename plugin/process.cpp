@@ -5,11 +5,16 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <new>
 #include <string>
 #include <vector>
 
 #include "core/log.h"
 #include "core/setting_names.h"
+#include "plugin/call_stats.h"
+#include "plugin/comm_names.h"
+#include "plugin/comm_tickets.h"
+#include "plugin/creation_calls.h"
 #include "plugin/interposer.h"
 #include "plugin/table_in_force.h"
 #include "plugin/tuner.h"
@@ -80,6 +85,7 @@ Process::Process()
 namespace {
 std::atomic<Process*> gProcess{nullptr};
 std::mutex gProcessMutex;
+Process* gForking = nullptr;  // the state the fork handlers locked, for the parent's and child's halves
 }  // namespace
 
 Process& Process::get() {
@@ -89,6 +95,7 @@ Process& Process::get() {
   if (!p) {
     p = new Process();  // the pointer keeps it reachable for leak checkers
     gProcess.store(p, std::memory_order_release);
+    registerForkHandlers();
   }
   return *p;
 }
@@ -96,39 +103,103 @@ Process& Process::get() {
 void Process::releaseIfUnused() {
   std::lock_guard<std::mutex> lock(gProcessMutex);
   Process* p = gProcess.load(std::memory_order_acquire);
-  if (!p || p->reachable_.load(std::memory_order_acquire) || p->interposer_ || tuner::liveContexts() != 0) return;
+  if (!p || p->reachable_.load(std::memory_order_acquire) || p->anyInterposer() || tuner::liveContexts() != 0) return;
   gProcess.store(nullptr, std::memory_order_release);
   delete p;
 }
 
-RealNccl& Process::nccl() {
-  std::call_once(ncclOnce_, [this] { nccl_ = loadRealNccl(); });
-  return nccl_;
+Process::~Process() = default;
+
+bool Process::anyInterposer() const {
+  for (int i = 0; i < kMaxNcclCopies; ++i)
+    if (existingInterposer(i) != nullptr) return true;
+  return false;
 }
 
-Interposer& Process::interposer() {
-  std::call_once(interposerOnce_, [this] {
-    RealNccl& real = nccl();
-    reachable_.store(true, std::memory_order_release);  // an entry point was called: it may be called again
-    interposer_ = std::make_unique<Interposer>(real, context_, symmetricSetupSteps(real, context_));
-    if (settings_.flag(SettingId::Stats) && settings_.flag(SettingId::Enable)) {
-      std::unique_ptr<CallStats> stats = CallStats::open(settings_.text(SettingId::StatsDir));
-      const std::string& gpu = settings_.text(SettingId::StatsGpu);
-      if (stats) stats->setGpuSampling(gpu == "every" ? 1u : gpu == "sampled" ? stats::kDefaultSamplePeriod : 0u);
-      interposer_->enableStats(std::move(stats));
-    }
-    // A forked child calls NCCL through the hooks too: the lock it needs is never inherited held. Its
-    // counts go to memory of its own: the statistics file is its parent's.
-    pthread_atfork([] { Process::get().interposer_->lockForFork(); },
-                   [] { Process::get().interposer_->unlockAfterFork(); },
-                   [] {
-                     Process::get().interposer_->renewAfterFork();
-                     Process::get().interposer_->statsAfterFork();
-                   });
-    // Each live communicator's summary line, and no statistics file left behind.
-    std::atexit([] { Process::get().interposer_->atExit(); });
+NcclCopies& Process::ncclCopies() {
+  std::call_once(ncclOnce_, [this] { copies_.emplace(loadRealNccl()); });
+  return *copies_;
+}
+
+Interposer& Process::interposer(int copy) {
+  if (Interposer* ip = existingInterposer(copy)) return *ip;
+  std::lock_guard<std::mutex> lock(interposersMutex_);
+  if (Interposer* ip = existingInterposer(copy)) return *ip;
+  RealNccl& real = nccl(copy);
+  reachable_.store(true, std::memory_order_release);  // an entry point was called: it may be called again
+  auto made =
+      std::make_unique<Interposer>(real, context_, symmetricSetupSteps(real, context_), streamIsCapturing, copy);
+  const bool first = !anyInterposer();
+  if (first && settings_.flag(SettingId::Stats) && settings_.flag(SettingId::Enable)) {
+    std::unique_ptr<CallStats> stats = CallStats::open(settings_.text(SettingId::StatsDir));
+    const std::string& gpu = settings_.text(SettingId::StatsGpu);
+    if (stats) stats->setGpuSampling(gpu == "every" ? 1u : gpu == "sampled" ? stats::kDefaultSamplePeriod : 0u);
+    stats_ = std::move(stats);
+  }
+  if (stats_) made->enableStats(stats_);
+  owned_[static_cast<size_t>(copy)] = std::move(made);
+  interposers_[static_cast<size_t>(copy)].store(owned_[static_cast<size_t>(copy)].get(), std::memory_order_release);
+  if (first) registerExitHandler();
+  return *owned_[static_cast<size_t>(copy)];
+}
+
+namespace {
+// The process-wide tables a call through the plugin may touch, each behind its own lock, which no
+// path holds while it takes an interposer's.
+std::array<std::mutex*, 3> processTables() { return {&creationCallsMutex(), &commNamesMutex(), &commTicketsMutex()}; }
+}  // namespace
+
+void Process::registerForkHandlers() {
+  // A forked child calls NCCL through the hooks too: no lock it needs is inherited held. The
+  // interposers' building lock first (so no interposer is half built in the child), each interposer's
+  // table, the process-wide tables, then the statistics' (the order every path takes them). The child's counts go to
+  // memory of its own: the statistics file is its parent's. Registered with the first Process of this loaded object
+  // (glibc drops an object's handlers when it is unloaded).
+  static std::once_flag once;
+  std::call_once(once, [] {
+    pthread_atfork(
+        [] {
+          Process* p = gProcess.load(std::memory_order_acquire);
+          gForking = p;
+          if (!p) return;
+          p->interposersMutex_.lock();
+          for (int i = 0; i < kMaxNcclCopies; ++i)
+            if (Interposer* ip = p->existingInterposer(i)) ip->lockForFork();
+          for (std::mutex* table : processTables()) table->lock();
+          if (p->stats_) p->stats_->lockForFork();
+        },
+        [] {
+          Process* p = gForking;
+          if (!p) return;
+          if (p->stats_) p->stats_->unlockAfterFork();
+          for (std::mutex* table : processTables()) table->unlock();
+          for (int i = kMaxNcclCopies - 1; i >= 0; --i)
+            if (Interposer* ip = p->existingInterposer(i)) ip->unlockAfterFork();
+          p->interposersMutex_.unlock();
+        },
+        [] {
+          Process* p = gForking;
+          if (!p) return;
+          for (int i = 0; i < kMaxNcclCopies; ++i)
+            if (Interposer* ip = p->existingInterposer(i)) ip->renewAfterFork();
+          if (p->stats_) p->stats_->detachInForkedChild();
+          for (std::mutex* table : processTables()) new (table) std::mutex;  // held by the forking thread
+          new (&p->interposersMutex_) std::mutex;
+        });
   });
-  return *interposer_;
+}
+
+void Process::registerExitHandler() {
+  // Each live communicator's summary line, and no statistics file left behind. A forked child (a
+  // data loader's worker, say) holds its parent's communicators: not its to sum up.
+  std::atexit([] {
+    Process& p = Process::get();
+    if (!p.stats_ || p.stats_->inForkedChild()) return;
+    p.stats_->stopPublishing();  // no copy from the device while the process ends
+    for (int i = 0; i < kMaxNcclCopies; ++i)
+      if (Interposer* ip = p.existingInterposer(i)) ip->sayLiveCommunicators();
+    p.stats_->removeFile();
+  });
 }
 
 }  // namespace symmem

@@ -212,7 +212,7 @@ abi::Result init(void** ctx, uint64_t commId, size_t nRanks, size_t nNodes, abi:
   setNcclLogger(log);
   std::string whyNotReached = "the plugin is not attached to libnccl in this process";
   const TunerInitHook hook = gInitHook.load(std::memory_order_acquire);
-  const bool reaches = hook != nullptr && hook(&whyNotReached);
+  const bool reaches = hook != nullptr && hook(log, &whyNotReached);
   // Never fail communicator creation: any problem leaves the communicator on NCCL's own model.
   try {
     const ProcessContext& process = processContext();

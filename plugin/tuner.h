@@ -60,10 +60,11 @@ abi::TunerConstantsV5 constantsV5(const abi::TunerConstantsV7& v7);
 void storeConstantsV5(const abi::TunerConstantsV5& v5, abi::TunerConstantsV7& v7);
 
 // Called at every tuner init, before anything else (the shared object uses it to attach the
-// interposer when NCCL loaded the plugin only as its tuner). Returns whether every all-reduce of the
-// process now reaches the interposer (code hooks in place), and if not, why. Null: nothing attaches,
-// and no communicator takes the symmetric path.
-using TunerInitHook = bool (*)(std::string* whyNot);
+// interposer when NCCL loaded the plugin only as its tuner), with the logger NCCL passed, which names
+// the NCCL copy that loaded the plugin (plugin/nccl_copies.h). Returns whether every all-reduce of
+// that copy now reaches the interposer (code hooks in place), and if not, why. Null: nothing
+// attaches, and no communicator takes the symmetric path.
+using TunerInitHook = bool (*)(abi::Logger logger, std::string* whyNot);
 void setTunerInitHook(TunerInitHook hook);
 
 // What a communicator's tuner init tells its peers through the agreement (plugin/rendezvous.h):

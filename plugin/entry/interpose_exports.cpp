@@ -8,6 +8,7 @@
 #include <nccl.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -25,7 +26,9 @@
 #include "plugin/comm_names.h"
 #include "plugin/comm_tickets.h"
 #include "plugin/creation_calls.h"
+#include "plugin/entry/copy_entries.h"
 #include "plugin/interposer.h"
+#include "plugin/nccl_copies.h"
 #include "plugin/nccl_real.h"
 #include "plugin/process.h"
 #include "plugin/self_pin.h"
@@ -35,212 +38,25 @@
 #define SYMMEM_EXPORT extern "C" __attribute__((visibility("default")))
 
 using symmem::Process;
+using symmem::entry::Entries;
 
-namespace {
-
-// No exception may leave an entry point into the application's C caller (that would be
-// std::terminate): a failure inside the plugin (an allocation, a thread that cannot start) is said once
-// per entry point, and the call goes to NCCL as if the plugin were not there; unless the call had
-// already passed its point of no return (symmem::PointOfNoReturn: a setup agreed on, a symmetric
-// kernel launched, a group's end begun), where NCCL would run it a second time or pair it with
-// nothing: it then returns ncclInternalError.
-template <typename Ours, typename Nccls>
-ncclResult_t guarded(std::once_flag& said, const char* name, Ours&& ours, Nccls&& nccls) {
-  char what[192] = "unknown exception";
-  bool begun = false;
-  {
-    const symmem::PointOfNoReturn point;
-    try {
-      return ours();
-    } catch (const std::exception& e) {
-      std::snprintf(what, sizeof(what), "%s", e.what());
-    } catch (...) {
-    }
-    begun = point.passed();
-  }
-  try {
-    if (begun) {
-      std::call_once(said, [&] {
-        SYMMEM_WARN(
-            "%s: internal error (%s) after the call had begun; it returns ncclInternalError, and is not "
-            "handed to NCCL",
-            name, what);
-      });
-      return ncclInternalError;
-    }
-    std::call_once(said, [&] { SYMMEM_WARN("%s: internal error (%s); the call goes to NCCL", name, what); });
-    return nccls(Process::get().nccl());
-  } catch (...) {
-    return ncclInternalError;
-  }
-}
-
-#define SYMMEM_GUARDED(name, ours, nccls)                                                       \
-  do {                                                                                          \
-    static std::once_flag said;                                                                 \
-    return guarded(                                                                             \
-        said, name, [&] { return ours; }, [&](const symmem::RealNccl& real) { return nccls; }); \
-  } while (0)
-
-// A null function (an NCCL without it) answers as NCCL's own absence would.
-template <typename F, typename... Args>
-ncclResult_t callOrInvalid(F f, Args... args) {
-  return f ? f(args...) : ncclInvalidUsage;
-}
-
-}  // namespace
-
+// Copy 0's entry points (plugin/entry/copy_entries.h): the libnccl.so.2 this object is linked against.
 SYMMEM_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                          ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  SYMMEM_GUARDED("ncclAllReduce",
-                 Process::get().interposer().allReduce(sendbuff, recvbuff, count, datatype, op, comm, stream),
-                 callOrInvalid(real.allReduce, sendbuff, recvbuff, count, datatype, op, comm, stream));
+  return Entries<0>::allReduce(sendbuff, recvbuff, count, datatype, op, comm, stream);
 }
-SYMMEM_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
-  symmem::forgetComm(comm);  // its address may be the next communicator's
-  SYMMEM_GUARDED("ncclCommDestroy", Process::get().interposer().commDestroy(comm),
-                 callOrInvalid(real.commDestroy, comm));
-}
-SYMMEM_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
-  SYMMEM_GUARDED("ncclCommFinalize", Process::get().interposer().commFinalize(comm),
-                 callOrInvalid(real.commFinalize, comm));
-}
-SYMMEM_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
-  symmem::forgetComm(comm);
-  SYMMEM_GUARDED("ncclCommAbort", Process::get().interposer().commAbort(comm), callOrInvalid(real.commAbort, comm));
-}
-SYMMEM_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int flags) {
-  SYMMEM_GUARDED("ncclCommRevoke", Process::get().interposer().commRevoke(comm, flags),
-                 callOrInvalid(real.commRevoke, comm, flags));
-}
+SYMMEM_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) { return Entries<0>::commDestroy(comm); }
+SYMMEM_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) { return Entries<0>::commFinalize(comm); }
+SYMMEM_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) { return Entries<0>::commAbort(comm); }
+SYMMEM_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int flags) { return Entries<0>::commRevoke(comm, flags); }
 SYMMEM_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
-  SYMMEM_GUARDED("ncclCommGetAsyncError", Process::get().interposer().commGetAsyncError(comm, asyncError),
-                 callOrInvalid(real.commGetAsyncError, comm, asyncError));
+  return Entries<0>::commGetAsyncError(comm, asyncError);
 }
-SYMMEM_EXPORT ncclResult_t ncclGroupStart() {
-  SYMMEM_GUARDED("ncclGroupStart", Process::get().interposer().groupStart(), callOrInvalid(real.groupStart));
-}
-SYMMEM_EXPORT ncclResult_t ncclGroupEnd() {
-  SYMMEM_GUARDED("ncclGroupEnd", Process::get().interposer().groupEnd(), callOrInvalid(real.groupEnd));
-}
+SYMMEM_EXPORT ncclResult_t ncclGroupStart() { return Entries<0>::groupStart(); }
+SYMMEM_EXPORT ncclResult_t ncclGroupEnd() { return Entries<0>::groupEnd(); }
 SYMMEM_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
-  SYMMEM_GUARDED("ncclGroupSimulateEnd", Process::get().interposer().groupSimulateEnd(simInfo),
-                 callOrInvalid(real.groupSimulateEnd, simInfo));
+  return Entries<0>::groupSimulateEnd(simInfo);
 }
-
-namespace {
-// NCCL 2.31's ncclAllReduceConfig (its config type is not in the headers built against): reached only
-// through the code hooks and GOT rebinding, never exported (exports.map).
-ncclResult_t allReduceConfigEntry(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
-                                  ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream, const void* config) {
-  SYMMEM_GUARDED(
-      "ncclAllReduceConfig",
-      Process::get().interposer().allReduceConfig(sendbuff, recvbuff, count, datatype, op, comm, stream, config),
-      callOrInvalid(real.allReduceConfig, sendbuff, recvbuff, count, datatype, op, comm, stream, config));
-}
-}  // namespace
-
-namespace {
-// The calls that make communicators: each goes to NCCL unchanged, and the communicator it made is
-// named from its arguments (plugin/comm_names.h). Reached only through the code hooks and GOT
-// rebinding, never exported. Naming never fails the call: its own failure only leaves the
-// communicator unnamed (found by its context slot, as before).
-void nameCreated(ncclResult_t r, const ncclComm_t* newcomm, uint64_t identity, symmem::NamedBy by) noexcept {
-  if ((r != ncclSuccess && r != ncclInProgress) || newcomm == nullptr || *newcomm == nullptr || identity == 0) return;
-  try {
-    symmem::nameComm(*newcomm, {identity, by});
-  } catch (...) {
-  }
-}
-
-// The caller's handle variable, as the creation record reads it (plugin/creation_calls.h).
-const void* const* handleOf(const ncclComm_t* newcomm) { return reinterpret_cast<const void* const*>(newcomm); }
-
-ncclResult_t commInitRankEntry(ncclComm_t* newcomm, int nranks, ncclUniqueId id, int rank) {
-  const uint64_t identity = symmem::commIdentityFromUniqueId(&id);
-  ncclResult_t r;
-  {
-    const symmem::CreationUnderWay underWay({identity, symmem::NamedBy::UniqueId}, nranks, handleOf(newcomm));
-    r = callOrInvalid(Process::get().nccl().commInitRank, newcomm, nranks, id, rank);
-  }
-  nameCreated(r, newcomm, identity, symmem::NamedBy::UniqueId);
-  return r;
-}
-
-ncclResult_t commInitRankConfigEntry(ncclComm_t* newcomm, int nranks, ncclUniqueId id, int rank, ncclConfig_t* config) {
-  const uint64_t identity = symmem::commIdentityFromUniqueId(&id);
-  ncclResult_t r;
-  {
-    const symmem::CreationUnderWay underWay({identity, symmem::NamedBy::UniqueId}, nranks, handleOf(newcomm));
-    r = callOrInvalid(Process::get().nccl().commInitRankConfig, newcomm, nranks, id, rank, config);
-  }
-  nameCreated(r, newcomm, identity, symmem::NamedBy::UniqueId);
-  return r;
-}
-
-ncclResult_t commInitRankScalableEntry(ncclComm_t* newcomm, int nranks, int myrank, int nId, ncclUniqueId* ids,
-                                       ncclConfig_t* config) {
-  // NCCL names it from the first id alone; read before the call, which may return before it is used.
-  const uint64_t identity = nId >= 1 && ids != nullptr ? symmem::commIdentityFromUniqueId(ids) : 0;
-  ncclResult_t r;
-  {
-    const symmem::CreationUnderWay underWay({identity, symmem::NamedBy::UniqueId}, nranks, handleOf(newcomm));
-    r = callOrInvalid(Process::get().nccl().commInitRankScalable, newcomm, nranks, myrank, nId, ids, config);
-  }
-  nameCreated(r, newcomm, identity, symmem::NamedBy::UniqueId);
-  return r;
-}
-
-// The parent's name: from its own creation call, else the id NCCL gave its tuner (tuner v5).
-uint64_t parentIdentity(ncclComm_t parent) {
-  if (const std::optional<symmem::CommName> name = symmem::commName(parent)) return name->identity;
-  const std::shared_ptr<symmem::CommTicket> ticket = symmem::ticketFor(parent);
-  return ticket ? ticket->commId : 0;
-}
-
-ncclResult_t commSplitEntry(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
-  // Counted before the call, as NCCL counts it, on every rank (NOCOLOR ones too).
-  int count = 0;
-  uint64_t parent = 0;
-  try {
-    count = symmem::countChild(comm);
-    parent = count > 0 ? parentIdentity(comm) : 0;
-  } catch (...) {
-    count = 0;
-  }
-  const bool named = count > 0 && parent != 0 && color != NCCL_SPLIT_NOCOLOR;
-  const uint64_t identity = named ? symmem::childCommIdentity(parent, count, color) : 0;
-  ncclResult_t r;
-  {
-    // The child's rank count is known only once NCCL has gathered the colors.
-    const symmem::CreationUnderWay underWay({identity, symmem::NamedBy::Split}, -1, handleOf(newcomm));
-    r = callOrInvalid(Process::get().nccl().commSplit, comm, color, key, newcomm, config);
-  }
-  if (r != ncclSuccess && r != ncclInProgress) {
-    symmem::loseChildCount(comm);
-    return r;
-  }
-  // A split inside a group, or non-blocking, writes *newcomm only when it completes: left unnamed.
-  if (named) nameCreated(r, newcomm, identity, symmem::NamedBy::Split);
-  return r;
-}
-
-// NCCL 2.29+: a grow counts as a child of the communicator it grows (its existing ranks), so the
-// splits after it are counted as NCCL counts them; the grown communicator itself is not named
-// (NCCL combines its id from the parent's internals).
-ncclResult_t commGrowEntry(ncclComm_t comm, int nRanks, const ncclUniqueId* id, int rank, ncclComm_t* newcomm,
-                           ncclConfig_t* config) {
-  if (comm != nullptr) {
-    try {
-      symmem::countChild(comm);
-    } catch (...) {
-    }
-  }
-  const ncclResult_t r = callOrInvalid(Process::get().nccl().commGrow, comm, nRanks, id, rank, newcomm, config);
-  if (comm != nullptr && r != ncclSuccess && r != ncclInProgress) symmem::loseChildCount(comm);
-  return r;
-}
-}  // namespace
 
 namespace {
 
@@ -258,19 +74,20 @@ struct EntryPoint {
   void* real;
 };
 
-std::vector<EntryPoint> entryPoints(const symmem::RealNccl& real) {
+std::vector<EntryPoint> entryPoints(const symmem::RealNccl& real, int copy) {
+  const symmem::entry::EntrySet& ours = symmem::entry::entrySet(copy);
   std::vector<EntryPoint> points = {
-      {"ncclAllReduce", fn(&ncclAllReduce), fn(real.allReduce)},
-      {"ncclCommDestroy", fn(&ncclCommDestroy), fn(real.commDestroy)},
-      {"ncclCommAbort", fn(&ncclCommAbort), fn(real.commAbort)},
-      {"ncclGroupStart", fn(&ncclGroupStart), fn(real.groupStart)},
-      {"ncclGroupEnd", fn(&ncclGroupEnd), fn(real.groupEnd)},
+      {"ncclAllReduce", ours.allReduce, fn(real.allReduce)},
+      {"ncclCommDestroy", ours.commDestroy, fn(real.commDestroy)},
+      {"ncclCommAbort", ours.commAbort, fn(real.commAbort)},
+      {"ncclGroupStart", ours.groupStart, fn(real.groupStart)},
+      {"ncclGroupEnd", ours.groupEnd, fn(real.groupEnd)},
   };
   // Entry points this NCCL may not have (Finalize 2.14+, SimulateEnd 2.22+, Revoke 2.28.7+).
-  if (real.commFinalize) points.push_back({"ncclCommFinalize", fn(&ncclCommFinalize), fn(real.commFinalize)});
+  if (real.commFinalize) points.push_back({"ncclCommFinalize", ours.commFinalize, fn(real.commFinalize)});
   if (real.groupSimulateEnd)
-    points.push_back({"ncclGroupSimulateEnd", fn(&ncclGroupSimulateEnd), fn(real.groupSimulateEnd)});
-  if (real.commRevoke) points.push_back({"ncclCommRevoke", fn(&ncclCommRevoke), fn(real.commRevoke)});
+    points.push_back({"ncclGroupSimulateEnd", ours.groupSimulateEnd, fn(real.groupSimulateEnd)});
+  if (real.commRevoke) points.push_back({"ncclCommRevoke", ours.commRevoke, fn(real.commRevoke)});
   return points;
 }
 
@@ -278,18 +95,18 @@ std::vector<EntryPoint> entryPoints(const symmem::RealNccl& real) {
 // symmetric kernel's timeout inside a replayed graph (without it, the next call or teardown does);
 // ncclAllReduceConfig (NCCL 2.31+) is a second way to issue an all-reduce (without it, those calls
 // stay on NCCL).
-std::vector<EntryPoint> optionalEntryPoints(const symmem::RealNccl& real) {
-  std::vector<EntryPoint> points = {{"ncclCommGetAsyncError", fn(&ncclCommGetAsyncError), fn(real.commGetAsyncError)}};
-  if (real.allReduceConfig)
-    points.push_back({"ncclAllReduceConfig", fn(&allReduceConfigEntry), fn(real.allReduceConfig)});
+std::vector<EntryPoint> optionalEntryPoints(const symmem::RealNccl& real, int copy) {
+  const symmem::entry::EntrySet& ours = symmem::entry::entrySet(copy);
+  std::vector<EntryPoint> points = {{"ncclCommGetAsyncError", ours.commGetAsyncError, fn(real.commGetAsyncError)}};
+  if (real.allReduceConfig) points.push_back({"ncclAllReduceConfig", ours.allReduceConfig, fn(real.allReduceConfig)});
   // The creation calls (plugin/comm_names.h): without them a communicator is found by its context slot.
-  if (real.commInitRank) points.push_back({"ncclCommInitRank", fn(&commInitRankEntry), fn(real.commInitRank)});
+  if (real.commInitRank) points.push_back({"ncclCommInitRank", ours.commInitRank, fn(real.commInitRank)});
   if (real.commInitRankConfig)
-    points.push_back({"ncclCommInitRankConfig", fn(&commInitRankConfigEntry), fn(real.commInitRankConfig)});
+    points.push_back({"ncclCommInitRankConfig", ours.commInitRankConfig, fn(real.commInitRankConfig)});
   if (real.commInitRankScalable)
-    points.push_back({"ncclCommInitRankScalable", fn(&commInitRankScalableEntry), fn(real.commInitRankScalable)});
-  if (real.commSplit) points.push_back({"ncclCommSplit", fn(&commSplitEntry), fn(real.commSplit)});
-  if (real.commGrow) points.push_back({"ncclCommGrow", fn(&commGrowEntry), fn(real.commGrow)});
+    points.push_back({"ncclCommInitRankScalable", ours.commInitRankScalable, fn(real.commInitRankScalable)});
+  if (real.commSplit) points.push_back({"ncclCommSplit", ours.commSplit, fn(real.commSplit)});
+  if (real.commGrow) points.push_back({"ncclCommGrow", ours.commGrow, fn(real.commGrow)});
   return points;
 }
 
@@ -301,8 +118,12 @@ std::string ownerName() {
   return std::string("nccl-symmem ") + SYMMEM_VERSION_STRING + " (" + path + ")";
 }
 
-// Called while other threads are parked: atomic stores only.
-void retargetForwarding(void* from, void* to) { symmem::forwardThrough(Process::get().nccl(), from, to); }
+// Called while other threads are parked: atomic stores only. Every copy's table is offered the change:
+// a function's address is its own copy's alone.
+void retargetForwarding(void* from, void* to) {
+  symmem::NcclCopies& copies = Process::get().ncclCopies();
+  for (int i = 0; i < copies.count(); ++i) symmem::forwardThrough(copies.at(i), from, to);
+}
 
 // NCCL calls some of its own entry points through its PLT (ncclCommGetAsyncError from every
 // enqueue's readiness check): those calls go straight to the trampolines, so NCCL's own work never
@@ -326,8 +147,14 @@ enum class HookOutcome { Hooked, Refused, AnotherCopyHooked };
 
 // Code hooks on libnccl's own functions, required and optional ones in one round: every caller
 // reaches the plugin, whatever pointer it holds.
-HookOutcome hookEntryPoints(const std::vector<EntryPoint>& required, const std::vector<EntryPoint>& optional,
-                            const symmem::Settings& settings) {
+HookOutcome hookEntryPoints(int copy, const symmem::Settings& settings) {
+  const symmem::RealNccl& real = Process::get().nccl(copy);
+  const std::vector<EntryPoint> required = entryPoints(real, copy);
+  const std::vector<EntryPoint> optional = optionalEntryPoints(real, copy);
+  // Copy 0 is "libnccl"; another copy is named with its path (plugin/nccl_copies.h).
+  const std::string whose =
+      copy == 0 ? std::string("libnccl") : "NCCL copy " + std::to_string(copy) + " (" + real.library + ")";
+  const std::string points = copy == 0 ? std::string("libnccl entry points") : "entry points of " + whose;
   std::vector<CodeHook> hooks;
   for (const EntryPoint& p : required) hooks.push_back({p.name, p.real, p.ours});
   for (const EntryPoint& p : optional) hooks.push_back({p.name, p.real, p.ours, /*optional=*/true});
@@ -344,11 +171,12 @@ HookOutcome hookEntryPoints(const std::vector<EntryPoint>& required, const std::
     return HookOutcome::AnotherCopyHooked;
   }
   if (!report.installed) {
-    SYMMEM_WARN(
-        "code hooks not used: %s; falling back to GOT attach, which dynamically linked callers (nccl-tests, "
-        "PyTorch) go through but ctypes clients (vLLM's and SGLang's pynccl) do not: their all-reduces stay on "
-        "NCCL (docs/troubleshooting.md, \"Code hooks not used\")",
-        report.refusal.c_str());
+    SYMMEM_WARN("code hooks not used%s: %s; %s (docs/troubleshooting.md, \"Code hooks not used\")",
+                copy == 0 ? "" : (" on " + whose).c_str(), report.refusal.c_str(),
+                copy == 0
+                    ? "falling back to GOT attach, which dynamically linked callers (nccl-tests, PyTorch) go through "
+                      "but ctypes clients (vLLM's and SGLang's pynccl) do not: their all-reduces stay on NCCL"
+                    : "that copy's all-reduces stay on NCCL");
     SYMMEM_NOTICE_ONCE("hooks-refused",
                        "code hooks on libnccl refused (%s): ctypes clients (vLLM's and SGLang's pynccl) keep stock "
                        "NCCL's all-reduce; tried again at the next communicators (docs/troubleshooting.md, \"Code "
@@ -359,10 +187,10 @@ HookOutcome hookEntryPoints(const std::vector<EntryPoint>& required, const std::
   std::string moved;
   for (const symmem::InstalledHook& h : report.hooks) moved += (moved.empty() ? "" : "; ") + h.name + ": " + h.moved;
   SYMMEM_INFO(symmem::kLogInit,
-              "hooked %zu libnccl entry points (%d other threads parked, %d in system calls, %d moved): every caller "
+              "hooked %zu %s (%d other threads parked, %d in system calls, %d moved): every caller "
               "of them now reaches the plugin [%s]",
-              report.hooks.size(), report.threadsParked, report.threadsInSystemCall, report.threadsMoved,
-              moved.c_str());
+              report.hooks.size(), points.c_str(), report.threadsParked, report.threadsInSystemCall,
+              report.threadsMoved, moved.c_str());
   for (const std::string& s : report.skipped)
     SYMMEM_INFO(symmem::kLogInit, "optional code hook not used: %s", s.c_str());
   for (const std::string& n : report.notes) SYMMEM_WARN("code hooks: %s", n.c_str());
@@ -382,47 +210,18 @@ void rebindEntryPoints(const std::vector<EntryPoint>& points) {
   symmem::attachRebindings(rebindings, options);
 }
 
-// Every entry point, required and optional, rebound in the process's GOT.
-void rebindAll(const symmem::RealNccl& real) {
-  std::vector<EntryPoint> all = entryPoints(real);
-  const std::vector<EntryPoint> optional = optionalEntryPoints(real);
+// Every entry point of copy 0, required and optional, rebound in the process's GOT. Only copy 0's:
+// references bound by the soname libnccl.so.2 lead to it (the first libnccl.so.2 loaded), and a
+// second copy is reached by its path, through dlsym, which never reads a GOT.
+void rebindAll() {
+  const symmem::RealNccl& real = Process::get().nccl(0);
+  std::vector<EntryPoint> all = entryPoints(real, 0);
+  const std::vector<EntryPoint> optional = optionalEntryPoints(real, 0);
   all.insert(all.end(), optional.begin(), optional.end());
   rebindEntryPoints(all);
 }
 
-std::string objectName(void* address) {
-  Dl_info info{};
-  return address && dladdr(address, &info) && info.dli_fname ? info.dli_fname : "unknown";
-}
-
-// The pncclAllReduce of the loaded object `object` (or of its dependencies), or null when neither is an
-// NCCL (a test's logger, none at all).
-void* ncclAllReduceOf(const std::string& object) {
-  void* handle = object == "unknown" ? nullptr : dlopen(object.c_str(), RTLD_LAZY | RTLD_NOLOAD);
-  if (!handle) return nullptr;
-  void* f = dlsym(handle, "pncclAllReduce");
-  dlclose(handle);
-  return f;
-}
-
-// The distinct NCCLs loaded in the process (pncclAllReduce of each object, which dlsym on a handle
-// also finds through the object's dependencies: counted by address).
-int ncclCopiesLoaded() {
-  std::vector<std::string> objects;
-  dl_iterate_phdr(
-      [](dl_phdr_info* info, size_t, void* data) {
-        if (info->dlpi_name && *info->dlpi_name)
-          static_cast<std::vector<std::string>*>(data)->push_back(info->dlpi_name);
-        return 0;
-      },
-      &objects);
-  std::vector<void*> copies;
-  for (const std::string& path : objects) {  // dlopen cannot run inside dl_iterate_phdr
-    void* f = ncclAllReduceOf(path);
-    if (f && std::find(copies.begin(), copies.end(), f) == copies.end()) copies.push_back(f);
-  }
-  return static_cast<int>(copies.size());
-}
+std::string objectName(const void* address) { return symmem::NcclCopies::objectName(address); }
 
 // Another copy of this plugin whose ncclAllReduce is the process's global definition (preloaded, or
 // loaded RTLD_GLOBAL from another path): it interposes every dynamically linked caller already, and
@@ -437,27 +236,6 @@ std::string globalCopyOfThePlugin() {
   const bool copy = tuner && tuner->name && std::strcmp(tuner->name, symmem::kPluginName) == 0;
   dlclose(handle);
   return copy ? info.dli_fname : "";
-}
-
-// Which NCCL loaded the plugin, and whether it is the one the plugin forwards to. "" when it is.
-std::string wrongNccl(const symmem::RealNccl& real) {
-  // Two NCCL copies in one process (a ctypes client pointed at another libnccl than torch's, say): the
-  // plugin forwards to the libnccl.so.2 it was linked against, which must be the one that loaded it
-  // as its tuner (NCCL's logger lives there). Otherwise hooking or rebinding would pair one NCCL's
-  // communicators with the other's functions.
-  const std::string logger = objectName(fn(symmem::ncclLogger()));
-  void* loadingNccl = ncclAllReduceOf(logger);
-  if (loadingNccl && loadingNccl != fn(real.allReduce))
-    return "the NCCL that loaded the plugin (" + logger + ") is not the libnccl.so.2 it forwards to (" +
-           objectName(fn(real.allReduce)) + ")";
-  // A logger that names no NCCL (a test's, a wrapper's) proves nothing: then one NCCL must be loaded.
-  if (!loadingNccl) {
-    const int copies = ncclCopiesLoaded();
-    if (copies > 1)
-      return std::to_string(copies) + " NCCL copies are loaded and the logger NCCL gave the plugin (in " + logger +
-             ") does not say which one loaded it";
-  }
-  return "";
 }
 
 // A plugin built with libstdc++ linked in (some toolchains do that for every shared object) would
@@ -480,28 +258,60 @@ bool pinIfItCarriesItsOwnCxxRuntime() {
   return true;
 }
 
+// What one NCCL copy's attach came to (attachOnce).
+struct CopyAttach {
+  bool hooked = false;
+  int hookAttempts = 0;
+  bool rebound = false;  // copy 0's GOT slots rebound (hooks off, or the first refusal)
+  std::string whyNotHooked;
+};
+
+// The part done once per process, the first time NCCL loads the plugin: pinned, and the reasons the
+// process as a whole cannot attach. "" when it can.
+std::string attachProcessOnce() {
+  if (!Process::get().nccl(0).usable()) {
+    SYMMEM_WARN("attach skipped: the NCCL functions to forward to could not be found");
+    return "the NCCL functions to forward to could not be found";
+  }
+  if (const std::string other = globalCopyOfThePlugin(); !other.empty()) {
+    SYMMEM_INFO(symmem::kLogInit,
+                "another copy of the plugin (%s) interposes NCCL for the whole process: this copy (%s) only "
+                "tunes; load one copy (the same path in NCCL_TUNER_PLUGIN and LD_PRELOAD) to avoid two",
+                other.c_str(), objectName(fn(&attachProcessOnce)).c_str());
+    return "another copy of the plugin interposes NCCL in this process";
+  }
+  // Pinned before anything points into the plugin: NCCL dlcloses its tuner after the last
+  // communicator, while hooked code and rebound slots would still lead here.
+  std::string self, why;
+  if (!symmem::pinLoadedObject(fn(&attachProcessOnce), &self, &why)) {
+    SYMMEM_WARN("attach skipped: the plugin cannot keep itself loaded (%s)", why.c_str());
+    return "the plugin cannot keep itself loaded";
+  }
+  Process::get().markReachable();
+  SYMMEM_INFO(symmem::kLogInit, "%s stays loaded for the life of the process (RTLD_NODELETE)", self.c_str());
+  return "";
+}
+
 // At every tuner init: NCCL loaded us only as its tuner, so the application's calls still lead to
-// libnccl. Hook libnccl's entry points (or, failing that, rebind GOT slots) so that the environment
-// variable alone is enough. Returns whether every all-reduce of the process now reaches the plugin
-// (only code hooks promise that: a ctypes caller never passes through a GOT), and if not, why: the
-// tuner declares it to the communicator's peers (plugin/rendezvous.h), so that a rank left unhooked
-// keeps every rank on NCCL instead of hanging them. A refused install (threads that would not park in
-// time) is tried again at the next communicators, a few times, before the process gives up.
-bool attachOnce(std::string* whyNot) {
+// libnccl. Hook the entry points of the NCCL copy that loaded the plugin (`logger` is that copy's:
+// plugin/nccl_copies.h), or, failing that, rebind GOT slots, so that the environment variable alone
+// is enough. Returns whether every all-reduce of that copy now reaches the plugin (only code hooks
+// promise that: a ctypes caller never passes through a GOT), and if not, why: the tuner declares it to
+// the communicator's peers (plugin/rendezvous.h), so that a rank left unhooked keeps every rank on
+// NCCL instead of hanging them. A refused install (threads that would not park in time) is tried again
+// at the next communicators of that copy, a few times, before the process gives up on it.
+bool attachOnce(symmem::abi::Logger logger, std::string* whyNot) {
   constexpr int kHookAttempts = 3;
   static std::mutex mutex;
-  static bool attached = false;  // the one-time part (pin, GOT rebinding) is done
-  static bool hooked = false;
-  static int hookAttempts = 0;
-  static std::string whyNotHooked;
+  static bool attached = false;  // the once-per-process part is done
+  static std::string processRefusal;
+  static std::array<CopyAttach, symmem::kMaxNcclCopies> copies;
   std::lock_guard<std::mutex> lock(mutex);
   const symmem::Settings& settings = Process::get().settings();
   auto no = [&](std::string why) {
-    whyNotHooked = std::move(why);
-    *whyNot = whyNotHooked;
+    *whyNot = std::move(why);
     return false;
   };
-  if (hooked) return true;
   static const bool pinnedForItsRuntime = pinIfItCarriesItsOwnCxxRuntime();
   (void)pinnedForItsRuntime;
   // Off means off: libnccl is left as it is, and the tuner tells this rank's peers to stay on NCCL.
@@ -515,62 +325,54 @@ bool attachOnce(std::string* whyNot) {
     attached = true;
     return no("SYMMEM_ATTACH=0 on this rank");
   }
-  if (attached) {
-    // New objects (an extension module loaded after the first communicator) get covered too.
-    if (symmem::loadedObjectsChangedSinceAttach()) symmem::reattachRebindings();
-    if (hookAttempts == 0 || hookAttempts >= kHookAttempts) return no(whyNotHooked);
-  } else {
+  if (!attached) {
     attached = true;
-    const symmem::RealNccl& real = Process::get().nccl();
-    if (!real.usable()) {
-      SYMMEM_WARN("attach skipped: the NCCL functions to forward to could not be found");
-      return no("the NCCL functions to forward to could not be found");
-    }
-    if (const std::string wrong = wrongNccl(real); !wrong.empty()) {
-      SYMMEM_WARN("attach skipped: %s; all-reduces stay on NCCL", wrong.c_str());
-      return no(wrong);
-    }
-    if (const std::string other = globalCopyOfThePlugin(); !other.empty()) {
-      SYMMEM_INFO(symmem::kLogInit,
-                  "another copy of the plugin (%s) interposes NCCL for the whole process: this copy (%s) only "
-                  "tunes; load one copy (the same path in NCCL_TUNER_PLUGIN and LD_PRELOAD) to avoid two",
-                  other.c_str(), objectName(fn(&attachOnce)).c_str());
-      return no("another copy of the plugin interposes NCCL in this process");
-    }
-    // Pinned before anything points into the plugin: NCCL dlcloses its tuner after the last
-    // communicator, while hooked code and rebound slots would still lead here.
-    std::string self, why;
-    if (!symmem::pinLoadedObject(fn(&attachOnce), &self, &why)) {
-      SYMMEM_WARN("attach skipped: the plugin cannot keep itself loaded (%s)", why.c_str());
-      return no("the plugin cannot keep itself loaded");
-    }
-    Process::get().markReachable();
-    SYMMEM_INFO(symmem::kLogInit, "%s stays loaded for the life of the process (RTLD_NODELETE)", self.c_str());
-    if (!settings.flag(symmem::SettingId::Hooks)) {
-      SYMMEM_INFO(symmem::kLogInit, "code hooks off (SYMMEM_HOOKS=0): GOT attach only");
-      rebindAll(Process::get().nccl());
-      return no("code hooks off (SYMMEM_HOOKS=0): GOT rebinding does not reach ctypes callers");
-    }
+    processRefusal = attachProcessOnce();
   }
-  ++hookAttempts;
-  const symmem::RealNccl& real = Process::get().nccl();
-  switch (hookEntryPoints(entryPoints(real), optionalEntryPoints(real), settings)) {
+  if (!processRefusal.empty()) return no(processRefusal);
+  std::string why;
+  const std::optional<int> copy = Process::get().ncclCopies().copyThatLoaded(logger, &why);
+  if (!copy) {
+    SYMMEM_WARN_ONCE("attach:" + why, "attach skipped: %s; all-reduces stay on NCCL", why.c_str());
+    return no(why);
+  }
+  CopyAttach& a = copies[static_cast<size_t>(*copy)];
+  if (a.hooked) return true;
+  // Copy 0's GOT slots cover objects loaded since they were rebound.
+  if (a.rebound && symmem::loadedObjectsChangedSinceAttach()) symmem::reattachRebindings();
+  if (!settings.flag(symmem::SettingId::Hooks)) {
+    if (*copy == 0 && !a.rebound) {
+      SYMMEM_INFO(symmem::kLogInit, "code hooks off (SYMMEM_HOOKS=0): GOT attach only");
+      rebindAll();
+      a.rebound = true;
+    }
+    return no("code hooks off (SYMMEM_HOOKS=0): GOT rebinding does not reach ctypes callers");
+  }
+  if (a.hookAttempts >= kHookAttempts) return no(a.whyNotHooked);
+  ++a.hookAttempts;
+  switch (hookEntryPoints(*copy, settings)) {
     case HookOutcome::Hooked:
-      hooked = true;
+      a.hooked = true;
       // In at the first try, inside the first communicator's creation (each one's tuner init waits
       // here): no communicator of the process has had a child yet, so every child count starts at 0.
-      symmem::setUnseenParentsCountedFromTheirStart(hookAttempts == 1);
+      // A later copy's hooks say nothing about communicators made before them.
+      if (*copy == 0) symmem::setUnseenParentsCountedFromTheirStart(a.hookAttempts == 1);
       return true;
     case HookOutcome::AnotherCopyHooked:
-      hookAttempts = kHookAttempts;
-      return no("another copy of the plugin hooks libnccl in this process");
+      a.hookAttempts = kHookAttempts;
+      a.whyNotHooked = "another copy of the plugin hooks libnccl in this process";
+      return no(a.whyNotHooked);
     case HookOutcome::Refused:
       break;
   }
-  // Dynamically linked callers are covered meanwhile; the next communicator tries the hooks again.
-  if (hookAttempts == 1) rebindAll(real);
-  return no(std::string("code hooks not installed") +
-            (hookAttempts < kHookAttempts ? " (tried again at the next communicator)" : ""));
+  // Dynamically linked callers of copy 0 are covered meanwhile; the next communicator tries the hooks
+  // again.
+  if (*copy == 0 && !a.rebound) {
+    rebindAll();
+    a.rebound = true;
+  }
+  a.whyNotHooked = "code hooks not installed";
+  return no(a.whyNotHooked + (a.hookAttempts < kHookAttempts ? " (tried again at the next communicator)" : ""));
 }
 
 // Registered when the shared object is loaded, before NCCL can call the tuner.

@@ -15,12 +15,19 @@ nothing is timed here), rank and world from RANK and WORLD_SIZE, env:// rendezvo
 
 It checks all_reduce eagerly, with async_op=True, coalesced, captured in a CUDA graph and on a second
 group, bf16/fp16/fp32, odd sizes, exact values, and prints `allreduce_check[rank r]: N checks, W wrong`.
+
+With --launched --second-nccl, two NCCLs serve one process, as when vLLM or SGLang point pynccl at
+another libnccl (VLLM_NCCL_SO_PATH) while PyTorch keeps its own: after the checks above, with the
+process group still up, the same process runs the pynccl-style client's checks
+(tests/clients/pynccl_client.py) on the libnccl.so.2 that SYMMEM_TEST_SECOND_NCCL names, loaded by
+path. Skipped (77) where that variable is unset.
 Exit status: 0 right, 1 a wrong value or an error, 77 skipped (no torch or no GPU), 2 bad arguments.
 """
 import argparse
 import datetime
 import faulthandler
 import gc
+import importlib.util
 import inspect
 import json
 import os
@@ -233,6 +240,18 @@ class LaunchedRank:
                 gc.collect()
 
 
+def run_pynccl_on(path, args):
+    """The pynccl-style client's launched checks, in this process, on the NCCL at `path`."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    spec = importlib.util.spec_from_file_location(
+        "pynccl_client", os.path.join(here, "..", "clients", "pynccl_client.py"))
+    client = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(client)
+    return client.main(["--launched", "--nccl", path, "--quick", "--graph-replays", "2", "--graph-calls", "2",
+                        "--max-bytes", "65536", "--expect-path", "symmetric", "--timeout", str(int(args.timeout)),
+                        "--stall-timeout", "120"])
+
+
 def nccl_version(torch):
     v = torch.cuda.nccl.version()
     return ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
@@ -255,6 +274,13 @@ def run_launched(args):
         print(f"allreduce_check: RANK {rank} is not in [0, {world - 1}]", file=sys.stderr)
         return 2
     prefix = f"allreduce_check[rank {rank}]"
+    second_nccl = ""
+    if args.second_nccl:
+        second_nccl = os.environ.get("SYMMEM_TEST_SECOND_NCCL", "")
+        if not second_nccl or not os.path.isfile(second_nccl):
+            print(f"{prefix}: SKIPPED: --second-nccl needs SYMMEM_TEST_SECOND_NCCL, the path of another "
+                  f"libnccl.so.2 than torch's (now: {second_nccl or 'unset'})", flush=True)
+            return 77
     if not torch.cuda.is_available() or torch.cuda.device_count() < 1:
         print(f"{prefix}: SKIPPED: no GPU visible to torch", flush=True)
         return 77
@@ -273,6 +299,11 @@ def run_launched(args):
         dtypes = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
         counts = [1, 3, 17, 1001, 4097, 65537] if not args.quick else [1, 3, 1001, 4097]
         r.run(dtypes, counts)
+        if second_nccl:
+            status = run_pynccl_on(second_nccl, args)
+            if status != 0:
+                errors.append(f"the pynccl-style client on {second_nccl} exited {status}")
+                r.say(f"ERROR: {errors[-1]}")
     except Exception:  # noqa: BLE001 - every failure fails the run
         errors.append(traceback.format_exc())
         r.say(f"ERROR: {errors[-1]}")
@@ -298,6 +329,8 @@ def main():
                         help="one rank of $WORLD_SIZE started by a launcher, every rank on GPU 0; no timing")
     parser.add_argument("--quick", action="store_true", help="with --launched: fewer sizes")
     parser.add_argument("--verbose", "-v", action="store_true", help="with --launched: print every check")
+    parser.add_argument("--second-nccl", action="store_true",
+                        help="with --launched: then the pynccl-style client on $SYMMEM_TEST_SECOND_NCCL, in this process")
     args = parser.parse_args()
     if args.launched:
         sys.exit(run_launched(args))

@@ -81,8 +81,11 @@ struct Caller {
   int (*groupStartCount)() = nullptr;
   void (*setAbortCallback)(void (*)()) = nullptr;
 
-  bool open() {
-    nccl = dlopen(SYMMEM_STAND_IN_NCCL_PATH, RTLD_NOW | RTLD_LOCAL);
+  symmem::abi::Logger log = nullptr;  // the stand-in's logger, as NCCL hands its own to the tuner
+  const char* (*logText)() = nullptr;
+
+  bool open(const char* path = SYMMEM_STAND_IN_NCCL_PATH) {
+    nccl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!nccl) return false;
     auto get = [&](const char* name, auto& out) {
       out = reinterpret_cast<std::remove_reference_t<decltype(out)>>(dlsym(nccl, name));
@@ -95,7 +98,8 @@ struct Caller {
         get("ncclCommFinalize", finalize) && get("ncclCommRevoke", revoke) && get("standInRecord", recordFn) &&
         get("standInGroupStartCount", groupStartCount) && get("standInSetAbortCallback", setAbortCallback) &&
         get("ncclCommGetAsyncError", asyncError) && get("standInAsyncErrorFromInside", asyncErrorFromInside) &&
-        get("ncclAllReduceConfig", allReduceConfig) && get("ncclGroupSimulateEnd", simulateEnd);
+        get("ncclAllReduceConfig", allReduceConfig) && get("ncclGroupSimulateEnd", simulateEnd) &&
+        get("standInLog", log) && get("standInLogText", logText);
     if (ok) record = recordFn();
     return ok;
   }
@@ -426,28 +430,75 @@ TEST_F(PluginGotFallback, MissingDisassemblerFallsBackToGotAttachAndSaysWhy) {
   EXPECT_EQ(problems, "");
 }
 
-// Two NCCL copies: the plugin is bound to one, and another one loads it as its tuner (its logger is
-// in that other copy). Hooking the first would pair the second's communicators with it: refused.
-TEST_F(PluginHooks, AnotherNcclLoadingThePluginIsRefused) {
+// Two NCCL copies, as when a ctypes client loads one by path and PyTorch its own: the plugin is bound
+// to the first, and each loads it as its tuner (each hands over a logger of its own). Every copy that
+// loads it is hooked, and each copy's calls reach the plugin and then that same copy, never the other;
+// each copy's groups are its own.
+int count(const std::string& text, const std::string& needle) {
+  int n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + needle.size())) ++n;
+  return n;
+}
+
+TEST_F(PluginHooks, EveryNcclCopyThatLoadsThePluginIsServed) {
   const std::string problems = runInChild(kTrace, [] {
-    Caller c;
-    CHILD_CHECK(c.open(), "stand-in not loadable");
-    void* other = dlopen(SYMMEM_OTHER_NCCL_PATH, RTLD_NOW | RTLD_LOCAL);
-    CHILD_CHECK(other && other != c.nccl, "the second NCCL copy did not load as its own object");
+    Caller a, b;
+    CHILD_CHECK(a.open(), "stand-in not loadable");
+    CHILD_CHECK(b.open(SYMMEM_OTHER_NCCL_PATH) && b.nccl != a.nccl, "the second copy did not load as its own object");
     if (!gProblems.empty()) return;
-    auto otherLog = reinterpret_cast<symmem::abi::Logger>(dlsym(other, "standInLog"));
-    auto otherLogText = reinterpret_cast<const char* (*)()>(dlsym(other, "standInLogText"));
     void* lib = dlopen(SYMMEM_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
     auto* v5 = lib ? static_cast<const symmem::abi::TunerV5*>(dlsym(lib, "ncclTunerPlugin_v5")) : nullptr;
-    void* ctx = nullptr;
-    CHILD_CHECK(v5 && otherLog && v5->init(&ctx, 42, 2, 1, otherLog, nullptr, nullptr) == 0, "init failed");
+    void* ctxB = nullptr;
+    void* ctxA = nullptr;
+    // The second copy first: the process's log is its logger's from here on.
+    CHILD_CHECK(v5 && v5->init(&ctxB, 42, 2, 1, b.log, nullptr, nullptr) == 0, "init from the second copy failed");
     if (!gProblems.empty()) return;
-    const std::string text = otherLogText();
-    CHILD_CHECK(text.find("is not the libnccl.so.2 it forwards to") != std::string::npos, "no line: " + text);
-    CHILD_CHECK(text.find("hooked") == std::string::npos, "hooked anyway");
-    CHILD_CHECK(c.allReduce(kSend, kRecv, 5, kFloat32, kSum, kComm, nullptr) == kRemoteError, "result lost");
-    CHILD_CHECK(std::string(otherLogText()).find("allreduce 5 elements") == std::string::npos,
-                "the all-reduce passed the plugin although attach was refused");
+    auto log = [&] { return std::string(b.logText()); };
+    CHILD_CHECK(count(log(), "NCCL copy 1 (" SYMMEM_OTHER_NCCL_PATH ") loaded the plugin too") == 1,
+                "no line for the second copy: " + log());
+    CHILD_CHECK(count(log(), "hooked 10 entry points of NCCL copy 1 (" SYMMEM_OTHER_NCCL_PATH ")") == 1,
+                "the second copy was not hooked: " + log());
+    CHILD_CHECK(count(log(), "hooked 10 libnccl entry points") == 0, "the first copy was hooked for the second");
+    const std::string traced = "allreduce 5 elements on comm 0x3000: NCCL";
+    const StandInRecord beforeA = *a.record, beforeB = *b.record;
+    CHILD_CHECK(b.allReduce(kSend, kRecv, 5, kFloat32, kSum, kComm, nullptr) == kRemoteError, "result lost");
+    CHILD_CHECK(b.record->allReduces == beforeB.allReduces + 1 && a.record->allReduces == beforeA.allReduces,
+                "the second copy's all-reduce did not reach that copy alone");
+    CHILD_CHECK(count(log(), traced) == 1, "the second copy's all-reduce did not pass the plugin");
+    // The first copy has not loaded the plugin yet: its calls go straight to it.
+    CHILD_CHECK(a.allReduce(kSend, kRecv, 5, kFloat32, kSum, kComm, nullptr) == kRemoteError, "result lost");
+    CHILD_CHECK(a.record->allReduces == beforeA.allReduces + 1 && count(log(), traced) == 1,
+                "the first copy's all-reduce passed the plugin before that copy loaded it");
+
+    // Now the first copy loads it too: both are served, each call reaching its own copy once.
+    CHILD_CHECK(v5->init(&ctxA, 43, 2, 1, a.log, nullptr, nullptr) == 0, "init from the first copy failed");
+    CHILD_CHECK(count(log(), "hooked 10 libnccl entry points") == 1, "the first copy was not hooked: " + log());
+    CHILD_CHECK(count(log(), "loaded the plugin too") == 1, "the second copy was added twice");
+    for (Caller* c : {&a, &b}) {
+      Caller* other = c == &a ? &b : &a;
+      const std::string which = c == &a ? "first copy: " : "second copy: ";
+      const StandInRecord mine = *c->record, theirs = *other->record;
+      const int traces = count(log(), traced);
+      CHILD_CHECK(c->allReduce(kSend, kRecv, 5, kFloat32, kSum, kComm, nullptr) == kRemoteError, which + "result lost");
+      CHILD_CHECK(c->groupStart() == 0 && c->groupEnd() == 0, which + "group calls failed");
+      CHILD_CHECK(c->finalize(kComm) == 0 && c->revoke(kComm, 3) == 0 && c->destroy(kComm) == 0,
+                  which + "teardown failed");
+      CHILD_CHECK(c->record->allReduces == mine.allReduces + 1 &&
+                      c->record->groupStartBodies == mine.groupStartBodies + 1 &&
+                      c->record->groupEnds == mine.groupEnds + 1 && c->record->destroys == mine.destroys + 1 &&
+                      c->record->revokes == mine.revokes + 1 && c->record->finalizes == mine.finalizes + 1,
+                  which + "a call did not reach its own copy");
+      CHILD_CHECK(other->record->allReduces == theirs.allReduces && other->record->groupEnds == theirs.groupEnds &&
+                      other->record->destroys == theirs.destroys,
+                  which + "a call reached the other copy");
+      CHILD_CHECK(count(log(), traced) == traces + 1, which + "the all-reduce did not pass the plugin");
+    }
+    // Each copy's groups are its own: a group open on one copy leaves the other's outside it.
+    const int outermost = count(log(), "group start (depth 0)");
+    CHILD_CHECK(a.groupStart() == 0 && b.groupStart() == 0, "group starts failed");
+    CHILD_CHECK(count(log(), "group start (depth 0)") == outermost + 2, "the copies share one group depth");
+    CHILD_CHECK(b.groupEnd() == 0 && a.groupEnd() == 0, "group ends failed");
+    CHILD_CHECK(a.record->groupEnds == b.record->groupEnds, "a group end reached the other copy");
   });
   EXPECT_EQ(problems, "");
 }

@@ -331,11 +331,11 @@ int oneRank(int rank, uint64_t commId, Twist twist, std::atomic<bool>* setupRan,
   resetTicketsForTests();
   RankNccl::rank = rank;
   const bool unhooked = twist == Twist::Rank1Unhooked && rank == 1;
-  setTunerInitHook(unhooked ? +[](std::string* why) {
+  setTunerInitHook(unhooked ? +[](abi::Logger, std::string* why) {
     *why = "code hooks not installed";
     return false;
   }
-                            : +[](std::string*) { return true; });
+                            : +[](abi::Logger, std::string*) { return true; });
   void** slot = reinterpret_cast<void**>(gCommStruct + kContextOffset);
   const bool v4 = twist == Twist::TunerV4 || twist == Twist::TunerV4Rank1Unnamed;
   {
