@@ -42,8 +42,8 @@ void setUnseenParentsCountedFromTheirStart(bool counted);
 // At ncclCommDestroy / ncclCommAbort: the address may be reused by another communicator. Never throws.
 void forgetComm(const void* comm) noexcept;
 
-// The table of communicator names's lock, for the fork handlers alone (plugin/process.cpp): held by the forking thread
-// across fork, so a child never inherits it held mid-change.
+// The names' lock, for the fork handlers alone (plugin/process.cpp): held by the forking thread across
+// fork, so that a child never inherits it held mid-change.
 std::mutex& commNamesMutex();
 void resetCommNamesForTests();
 

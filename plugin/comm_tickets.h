@@ -49,10 +49,10 @@ std::shared_ptr<CommTicket> ticketFor(const void* comm);
 // 1,082,968-byte struct.
 inline constexpr size_t kMaxContextSlotDistance = 8u << 20;
 
-// Forgets the learned distance and every ticket (tests).
-// The table of tuner tickets's lock, for the fork handlers alone (plugin/process.cpp): held by the forking thread
-// across fork, so a child never inherits it held mid-change.
+// The tickets' lock, for the fork handlers alone (plugin/process.cpp): held by the forking thread across
+// fork, so that a child never inherits it held mid-change.
 std::mutex& commTicketsMutex();
+// Forgets the learned distance and every ticket (tests).
 void resetTicketsForTests();
 
 }  // namespace symmem

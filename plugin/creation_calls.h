@@ -42,10 +42,10 @@ class CreationUnderWay {
 // communicator's, claimed once; none, with `*whyNot`, where none or several fit.
 std::optional<CommName> claimCreationForTunerInit(const void* contextSlot, size_t nRanks, std::string* whyNot);
 
-// Forgets every record and the measured distance (tests).
-// The record of creation calls under way's lock, for the fork handlers alone (plugin/process.cpp): held by the forking
-// thread across fork, so a child never inherits it held mid-change.
+// The records' lock, for the fork handlers alone (plugin/process.cpp): held by the forking thread across
+// fork, so that a child never inherits it held mid-change.
 std::mutex& creationCallsMutex();
+// Forgets every record and the measured distance (tests).
 void resetCreationCallsForTests();
 
 }  // namespace symmem

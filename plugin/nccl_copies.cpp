@@ -53,6 +53,13 @@ int NcclCopies::copiesLoaded() {
   return static_cast<int>(copies.size());
 }
 
+int NcclCopies::versionCode(int copy) {
+  if (copy < 0 || copy >= count()) return 0;
+  const RealNccl& real = at(copy);
+  int version = 0;
+  return real.getVersion && real.getVersion(&version) == ncclSuccess ? version : 0;
+}
+
 std::optional<int> NcclCopies::find(const void* key) const {
   const int n = count();
   for (int i = 0; i < n; ++i)

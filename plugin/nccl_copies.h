@@ -28,6 +28,8 @@ class NcclCopies {
 
   RealNccl& at(int copy) { return copies_[static_cast<size_t>(copy)].real; }
   int count() const { return count_.load(std::memory_order_acquire); }
+  // NCCL_VERSION_CODE of a copy (its ncclGetVersion), 0 where it does not say.
+  int versionCode(int copy);
 
   // The copy of the NCCL that handed the plugin `logger` (its tuner init's): the logger is a function
   // of the libnccl that loaded the plugin. A copy seen for the first time is added here. Nullopt, with

@@ -12,6 +12,8 @@
 #include "core/table_file.h"
 #include "plugin/comm_tickets.h"
 #include "plugin/creation_calls.h"
+#include "plugin/legacy_comm_hash.h"
+#include "plugin/process.h"
 #include "plugin/setup_vote.h"
 #include "symmem/version.h"
 
@@ -203,6 +205,12 @@ std::string describeEntry(const Thresholds* e) {
                   " bands=" + std::to_string(e->numBands) + " (" + e->source + ")";
   return s;
 }
+// The version of the NCCL that handed over `log` (plugin/nccl_copies.h); 0 where it cannot be told.
+int loadingNcclVersion(abi::Logger log) {
+  std::string why;
+  const std::optional<int> copy = Process::get().ncclCopies().copyThatLoaded(log, &why);
+  return copy ? Process::get().ncclCopies().versionCode(*copy) : 0;
+}
 }  // namespace
 
 abi::Result init(void** ctx, uint64_t commId, size_t nRanks, size_t nNodes, abi::Logger log,
@@ -221,11 +229,28 @@ abi::Result init(void** ctx, uint64_t commId, size_t nRanks, size_t nNodes, abi:
     std::string unnamed;
     bool namedByCreation = false;
     if (commId == 0) {
+      // The one made before the code hooks went in (the process's first) has no creation record: on the
+      // releases whose layout is known, NCCL's own id for it is read from its struct
+      // (plugin/legacy_comm_hash.h), and checked against the creation record wherever both exist.
+      const int version = loadingNcclVersion(log);
+      std::string notRead;
+      const std::optional<uint64_t> read = legacyCommHash(ctx, version, nRanks, nNodes, &notRead);
       if (const std::optional<CommName> name = claimCreationForTunerInit(ctx, nRanks, &unnamed)) {
         commId = name->identity;
         namedByCreation = true;
         SYMMEM_INFO(kLogInit, "tuner: this NCCL gives its tuner no communicator id; 0x%llx from its creation call",
                     static_cast<unsigned long long>(commId));
+        if (read) crossCheckLegacyCommHash(*read, commId);
+      } else if (read) {
+        commId = *read;
+        namedByCreation = true;
+        unnamed.clear();
+        SYMMEM_INFO(kLogInit,
+                    "tuner: this NCCL gives its tuner no communicator id, and no creation call names it; 0x%llx "
+                    "read from NCCL's communicator struct",
+                    static_cast<unsigned long long>(commId));
+      } else if (legacyCommLayout(version) != nullptr) {
+        unnamed += "; " + notRead;
       }
     }
     auto* comm = new (std::nothrow) TunerComm(makeTunerComm(process, commId, nRanks, nNodes));
