@@ -13,7 +13,7 @@ namespace symmem::stat {
 namespace {
 
 const std::vector<std::string>& knownOptions() {
-  static const std::vector<std::string> known = {"--once",  "--json", "--prometheus", "--interval",
+  static const std::vector<std::string> known = {"--once",  "--json", "--prometheus", "--check",  "--interval",
                                                  "--count", "--dir",  "--help",       "--version"};
   return known;
 }
@@ -43,7 +43,7 @@ std::string parseSecondsArg(const std::string& flag, const std::string& text, do
 StatArgsResult parseStatArgs(const std::vector<std::string>& args, const std::string& statsDirSetting) {
   StatArgsResult r;
   StatOptions& o = r.options;
-  bool once = false, json = false, prometheus = false, intervalGiven = false, countGiven = false;
+  bool once = false, json = false, prometheus = false, check = false, intervalGiven = false, countGiven = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&](std::string& out) {
@@ -65,6 +65,8 @@ StatArgsResult parseStatArgs(const std::vector<std::string>& args, const std::st
       json = true;
     } else if (a == "--prometheus") {
       prometheus = true;
+    } else if (a == "--check") {
+      check = true;
     } else if (a == "--interval") {
       if (!value(v)) return r;
       r.error = parseSecondsArg(a, v, o.intervalSeconds);
@@ -93,6 +95,10 @@ StatArgsResult parseStatArgs(const std::vector<std::string>& args, const std::st
   if (o.help || o.version) return r;
   if (json && prometheus) {
     r.error = "--json and --prometheus: choose one";
+  } else if (check && (json || prometheus || once || intervalGiven || countGiven)) {
+    r.error =
+        "--check judges one snapshot and says so in lines of its own: it takes no --json, --prometheus, "
+        "--once, --interval or --count";
   } else if (once && (intervalGiven || countGiven)) {
     r.error = "--once takes one snapshot: --interval and --count do not apply to it";
   } else if (prometheus && (intervalGiven || countGiven)) {
@@ -101,7 +107,10 @@ StatArgsResult parseStatArgs(const std::vector<std::string>& args, const std::st
         "timer instead of --interval and --count (docs/live-stats.md)";
   }
   if (!r.ok()) return r;
-  o.form = json ? OutputForm::Json : prometheus ? OutputForm::Prometheus : OutputForm::Table;
+  o.form = check        ? OutputForm::Check
+           : json       ? OutputForm::Json
+           : prometheus ? OutputForm::Prometheus
+                        : OutputForm::Table;
   // One snapshot: --once, and --json or --prometheus unless asked to repeat.
   if (once || (o.form != OutputForm::Table && !intervalGiven && !countGiven)) o.count = 1;
   if (o.dir.empty()) o.dir = stats::segmentDirectory(statsDirSetting);
@@ -110,6 +119,7 @@ StatArgsResult parseStatArgs(const std::vector<std::string>& args, const std::st
 
 std::string statUsage() {
   return "usage: symmem-stat [PID...] [--once] [--json] [--prometheus] [--interval SECONDS] [--count N] [--dir DIR]\n"
+         "       symmem-stat [PID...] --check [--dir DIR]\n"
          "What the nccl-symmem plugin does in running processes: for each communicator, its all-reduces by\n"
          "route (symmetric kernel or NCCL, and why), calls per second, sizes, eager or captured in a CUDA\n"
          "graph, and the GPU's own time of each symmetric kernel. Read from the files the plugin keeps in\n"
@@ -120,6 +130,9 @@ std::string statUsage() {
          "  --json        JSON: one document and exit; with --interval or --count one per refresh, one\n"
          "                a line\n"
          "  --prometheus  Prometheus's text format (node_exporter's textfile collector), one exposition\n"
+         "  --check       are the all-reduces captured in CUDA graphs (decode steps) on the symmetric path?\n"
+         "                One line per communicator, and why where they are not. Exit 0 yes, 3 no (some\n"
+         "                on NCCL that need not be), 4 nothing captured yet\n"
          "  --interval S  seconds between refreshes (default 1; 0.1 to 3600)\n"
          "  --count N     refresh N times, then exit\n"
          "  --dir DIR     where the files are (default: SYMMEM_STATS_DIR when set, else /dev/shm)\n"

@@ -3,6 +3,7 @@
 // symmem-stat's command line (docs/live-stats.md):
 //
 //   symmem-stat [PID...] [--once] [--json] [--prometheus] [--interval SECONDS] [--count N] [--dir DIR]
+//   symmem-stat [PID...] --check [--dir DIR]
 //
 // The table is live by default: refreshed every --interval until Ctrl-C or --count. --json and
 // --prometheus write one snapshot; --json with --interval or --count writes one document per refresh
@@ -16,7 +17,7 @@
 
 namespace symmem::stat {
 
-enum class OutputForm { Table, Json, Prometheus };
+enum class OutputForm { Table, Json, Prometheus, Check };
 
 struct StatOptions {
   std::vector<pid_t> pids;  // empty: every process with a statistics file in `dir`

@@ -5,10 +5,12 @@
 // docs/live-stats.md describes the columns, the files and the forms.
 //
 //   symmem-stat [PID...] [--once] [--json] [--prometheus] [--interval SECONDS] [--count N] [--dir DIR]
+//   symmem-stat [PID...] --check [--dir DIR]
 //
-// Exit 0 when the statistics were shown (no process running the plugin is an answer too); 1 when files
-// were found, or PIDs named, but none could be read; 2 for a bad command line. Ctrl-C, SIGTERM and a
-// closed pipe (`symmem-stat | head`) end it quietly, with exit 0.
+// --check: 0 when every captured all-reduce takes the path the table gives it, 3 when some are on NCCL
+// that need not be (each said why), 4 when nothing is captured yet. Otherwise: exit 0 when the statistics were shown
+// (no process running the plugin is an answer too); 1 when files were found, or PIDs named, but none could be read; 2
+// for a bad command line. Ctrl-C, SIGTERM and a closed pipe (`symmem-stat | head`) end it quietly, with exit 0.
 #include <time.h>
 
 #include <csignal>
@@ -18,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "tools/common/stats_check.h"
 #include "tools/common/stats_gather.h"
 #include "tools/common/stats_view.h"
 #include "tools/stat/options.h"
@@ -97,12 +100,21 @@ class LiveView {
       case OutputForm::Prometheus:
         std::fputs(statsPrometheus(g.processes).c_str(), stdout);
         break;
+      case OutputForm::Check: {
+        const StatsCheck check = checkCapturedPaths(g.processes);
+        for (const std::string& line : check.lines) std::printf("%s\n", line.c_str());
+        checkCode_ = checkExitCode(check.verdict);
+        break;
+      }
     }
     before_ = g.processes;
     return flushed();
   }
 
-  int exitCode() const { return shown_ || !failed_ ? 0 : kNothingRead; }
+  int exitCode() const {
+    if (!shown_ && failed_) return kNothingRead;
+    return o_.form == OutputForm::Check ? checkCode_ : 0;
+  }
 
  private:
   // A line for stderr, said once in a run.
@@ -128,6 +140,7 @@ class LiveView {
   std::set<std::string> said_, notesShown_;
   bool first_ = true, shown_ = false, failed_ = false, saidNone_ = false;
   int rowsSinceHeading_ = 0;
+  int checkCode_ = 0;
 };
 
 }  // namespace
