@@ -707,6 +707,12 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--stats-check", metavar="SYMMEM_STAT",
                    help="after the calls, rank 0 reads every rank's live statistics with this symmem-stat (in "
                         "$SYMMEM_STATS_DIR) and checks each rank's counts and GPU executions exactly")
+    g.add_argument("--check-captured", metavar="SYMMEM_STAT",
+                   help="after the calls, rank 0 runs this symmem-stat --check (in $SYMMEM_STATS_DIR) and expects "
+                        "exit 0 (every captured all-reduce on the symmetric path), or 3 with --capture-first")
+    g.add_argument("--capture-first", action="store_true",
+                   help="capture and replay one graph of all-reduces before the communicator's first eager one "
+                        "(its captured calls stay on NCCL: the communicator is not set up yet)")
     g.add_argument("--keep-calling", type=_positive(0), default=0, metavar="S",
                    help="with --launched: after the first communicator is up, keep making checked all-reduces "
                         "for about S seconds (rank 0's clock, agreed through an all-reduce)")
@@ -1082,6 +1088,30 @@ class Rank:
         # Nobody ends its communicator before rank 0 has read.
         self.eager(lib, comm, "float32", 1001, True, 4, self.stream, "after the statistics check")
 
+    def check_captured(self, lib, comm) -> None:
+        """symmem-stat --check on the running job (docs/live-stats.md, "Checking a server"): exit 0 when
+        every captured all-reduce took the symmetric path; with --capture-first, exit 3 and the graph
+        captured before the communicator was set up named as the cause."""
+        args = self.args
+        self.eager(lib, comm, "float32", 1001, True, 3, self.stream, "before symmem-stat --check")
+        if self.rank == 0:
+            folder = os.environ.get("SYMMEM_STATS_DIR", "")
+            want = 3 if args.capture_first else 0
+            try:
+                time.sleep(0.3)  # three of the plugin's copy periods
+                run = subprocess.run([args.check_captured, "--check"] + (["--dir", folder] if folder else []),
+                                     capture_output=True, text=True, timeout=60)
+                for line in run.stdout.splitlines():
+                    self.say(f"symmem-stat --check: {line}")
+                self.expect(run.returncode == want,
+                            f"symmem-stat --check exited {run.returncode}, expected {want}: {run.stderr.strip()}")
+                if args.capture_first:
+                    self.expect("captured before the communicator was set up" in run.stdout,
+                                "symmem-stat --check does not name the graph captured before set-up")
+            except Exception as e:  # noqa: BLE001 - a failed run fails the check, never the peers' wait
+                self.expect(False, f"running symmem-stat --check: {e}")
+        self.eager(lib, comm, "float32", 1001, True, 4, self.stream, "after symmem-stat --check")
+
     def read_live_stats(self, args) -> None:
         """Rank 0's part of check_live_stats: symmem-stat --once --json, every rank checked."""
         folder = os.environ.get("SYMMEM_STATS_DIR", "")
@@ -1220,6 +1250,9 @@ class Rank:
                 return
             if args.keep_calling:
                 self.keep_calling(lib, comm, args.keep_calling)
+            if args.capture_first:
+                # Before any eager call: what a server that captures without a warm-up all-reduce does.
+                self.graph(lib, comm, "float32", 1001)
             for dtype in DTYPES:
                 for count in counts_for(dtype, args.quick, args.max_bytes):
                     for inplace in (True, False):
@@ -1231,6 +1264,8 @@ class Rank:
                         self.graph(lib, comm, dtype, count)
             if args.stats_check:
                 self.check_live_stats(lib, comm)
+            if args.check_captured:
+                self.check_captured(lib, comm)
             comm = None
             lib.ncclCommDestroy(uid_comm)
             if world is not None:
@@ -1806,7 +1841,7 @@ def run_launched(args) -> int:
         print(f"{prefix}: SKIPPED: needs GPU {args.device}, found {count} GPU(s){reason}", flush=True)
         return EXIT_SKIP
     faulthandler.dump_traceback_later(args.timeout, exit=True)
-    if args.stats_check and os.environ.get("SYMMEM_STATS_DIR"):
+    if (args.stats_check or args.check_captured) and os.environ.get("SYMMEM_STATS_DIR"):
         os.makedirs(os.environ["SYMMEM_STATS_DIR"], exist_ok=True)  # before NCCL loads the plugin
     channel = FileChannel(args.rendezvous, args.rank, args.rendezvous_timeout) if args.world > 1 else None
     rank = Rank(args.rank, args.world, args, channel, cuda, device=args.device, launched=True)
