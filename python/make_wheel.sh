@@ -56,6 +56,7 @@ echo "$version" >"$src/VERSION"
 cp -a "$stage/prefix/bin" "$stage/prefix/lib" "$src/nccl_symmem/"
 # The docs the .deb carries in share/doc/nccl-symmem (README.md and docs/), inside the package.
 cp -a "$stage/prefix/share/doc/nccl-symmem" "$src/nccl_symmem/docs"
+cp -a "$stage/prefix/share/nccl-symmem/topologies" "$src/nccl_symmem/topologies"
 # The libraries themselves (cp -L), under the names the loader asks for, and their licences (MIT).
 cp -L "$zydis_dir/libZydis.so.4.0" "$zydis_dir/libZycore.so.1.4" "$src/nccl_symmem/lib/"
 mkdir -p "$src/nccl_symmem/licenses"

@@ -36,11 +36,11 @@ def version():
 
 
 def payload():
-    """Every file under nccl_symmem/bin, lib, licenses (the bundled Zydis' too) and docs (README.md and
-    docs/, with their subfolders), relative to the package."""
+    """Every file under nccl_symmem/bin, lib, licenses (the bundled Zydis' too), docs (README.md and
+    docs/, with their subfolders) and topologies (the sample ones), relative to the package."""
     root = os.path.join(HERE, "nccl_symmem")
     files = []
-    for sub in ("bin", "lib", "licenses", "docs"):
+    for sub in ("bin", "lib", "licenses", "docs", "topologies"):
         for folder, _, names in sorted(os.walk(os.path.join(root, sub))):
             for name in sorted(names):
                 files.append(os.path.relpath(os.path.join(folder, name), root))

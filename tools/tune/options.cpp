@@ -8,6 +8,7 @@
 
 #include "core/table_file.h"
 #include "tools/common/cli_values.h"
+#include "tools/common/sample_topologies.h"
 
 namespace symmem {
 
@@ -96,7 +97,8 @@ std::string tuneUsage() {
   return "usage: symmem-tune [--gpus 0,1,...] [--ranks 2,4,...] [--min SIZE] [--max SIZE] [--margin PERCENT]\n"
          "                   [--variants LIST] [--halves LIST] [--nccl-configs default|all|none|LIST] [--csv FILE]\n"
          "                   [--quick] [--out FILE] [--iters N] [--reps N] [--rounds N] [--dtype bf16|fp16|fp32]\n"
-         "                   [--nccl-lib PATH] [--timeout-s S] [--plan] [--install | --install-system]\n"
+         "                   [--nccl-lib PATH] [--timeout-s S] [--install | --install-system]\n"
+         "                   [--plan [--topo FILE[,P2P_FILE]] [--cc X.Y]]\n"
          "Measures stock NCCL, NCCL forced to each ring/tree x ll/ll128/simple configuration, and the symmetric\n"
          "one-shot and two-shot all-reduce in each variant on this machine's GPUs (CUDA graphs, median of timed\n"
          "batches); per size it keeps the simplest path within the margin of the fastest, and writes symmetric\n"
@@ -124,7 +126,11 @@ std::string tuneUsage() {
          "  --nccl-lib     NCCL library to load (default libnccl.so.2 from the library path)\n"
          "  --timeout-s    give up on one set of ranks (a world's stock run, or one NCCL configuration) after\n"
          "                 this many seconds (default 1800)\n"
-         "  --plan         check the machine, print what would be measured and how long it may take; measure nothing\n";
+         "  --plan         check the machine, print what would be measured and how long it may take; measure nothing\n"
+         "  --topo         with --plan: plan for the machine this topology file describes (nvidia-smi topo -m, with\n"
+         "                 its topo -p2p matrix after a comma, or hwloc XML), not this one; no GPU or NCCL needed\n"
+         "  --cc           with --plan: the capability of the planned GPUs (a topology file names none)\n" +
+         sampleTopologiesHelp("symmem-tune");
 }
 
 TuneArgsResult parseTuneArgs(const std::vector<std::string>& args) {
@@ -157,8 +163,9 @@ TuneArgsResult parseTuneArgs(const std::vector<std::string>& args) {
       continue;
     }
     static const std::set<std::string> kTakesValue = {
-        "--gpus",  "--ranks", "--min",      "--max",       "--margin",   "--iters",        "--reps", "--rounds",
-        "--dtype", "--out",   "--nccl-lib", "--timeout-s", "--variants", "--nccl-configs", "--csv",  "--halves"};
+        "--gpus",     "--ranks",        "--min",   "--max",    "--margin",   "--iters",
+        "--reps",     "--rounds",       "--dtype", "--out",    "--nccl-lib", "--timeout-s",
+        "--variants", "--nccl-configs", "--csv",   "--halves", "--topo",     "--cc"};
     if (!kTakesValue.count(a)) return fail(unknownOptionMessage("symmem-tune", a));
     if (i + 1 >= args.size()) return fail(a + " needs a value");
     const std::string& v = args[++i];
@@ -211,8 +218,25 @@ TuneArgsResult parseTuneArgs(const std::vector<std::string>& args) {
     } else if (a == "--csv") {
       if (v.empty()) return fail("--csv needs a file name");
       o.csv = v;
+    } else if (a == "--topo") {
+      o.topoFiles.clear();
+      size_t start = 0;
+      while (start <= v.size()) {
+        const size_t comma = std::min(v.find(',', start), v.size());
+        if (comma == start) return fail("--topo takes FILE or FILE,P2P_FILE, not '" + v + "'");
+        o.topoFiles.push_back(v.substr(start, comma - start));
+        start = comma + 1;
+      }
+    } else if (a == "--cc") {
+      o.cc = parseCapability(v);
+      if (!o.cc) return fail("--cc '" + v + "': " + kCapabilityForms);
     }
   }
+  if ((!o.topoFiles.empty() || o.cc) && !o.planOnly)
+    return fail(std::string(o.topoFiles.empty() ? "--cc" : "--topo") +
+                " plans only (add --plan): a measurement runs on this machine's own GPUs");
+  if (!o.topoFiles.empty() && o.install != TuneInstall::None)
+    return fail("--install writes this machine's table; --topo plans for another machine");
   if (o.quick) {
     o.sizeStep = 4;
     if (!itersSet) o.callsPerBatch = 100;

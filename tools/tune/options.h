@@ -2,9 +2,11 @@
 #pragma once
 // symmem-tune's command line, parsed without touching the machine (so the tests can run it on CPU).
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/capability.h"
 #include "core/link_class.h"
 #include "core/sym_variant.h"
 #include "tools/common/cli_values.h"
@@ -51,6 +53,10 @@ struct TuneOptions {
   std::string csv;                                     // --csv: every median to this file ("": none)
   bool quick = false;                                  // --quick
   bool planOnly = false;  // --plan: check the machine, print what would be measured and the estimate, then exit
+  // With --plan only: plan for the machine these topology files describe (--topo FILE[,P2P_FILE], as
+  // SYMMEM_TOPO_FILE takes them) instead of this one, its GPUs of capability --cc (a file names none).
+  std::vector<std::string> topoFiles;
+  std::optional<ComputeCapability> cc;
   // --install / --install-system: write the table where the plugin finds it without SYMMEM_TABLE
   // (core/installed_table.h), in place of --out.
   TuneInstall install = TuneInstall::None;

@@ -173,7 +173,8 @@ std::string describePlan(const TunePlan& plan, const Topology& topology, const T
   std::snprintf(marginPercent, sizeof marginPercent, "%g%%", options.margin * 100.0);
   std::string text = "symmem-tune: GPUs " + joined(plan.gpus) + " of " + std::to_string(topology.gpuCount());
   if (!plan.gpuName.empty()) text += ", " + plan.gpuName;
-  text += ", capability " + (plan.capability.known() ? plan.capability.str() : std::string("(from CUDA)")) +
+  text += ", capability " +
+          (plan.capability.known() ? plan.capability.str() : std::string("unknown (--cc X.Y gives it)")) +
           ", topology from " + topology.source() + "\n";
   for (const TuneWorld& w : plan.worlds) {
     std::string paths;

@@ -40,6 +40,7 @@
 #include "tools/tune/table.h"
 #include "topology/discover.h"
 #include "topology/fingerprint.h"
+#include "topology/topology_file.h"
 
 namespace {
 
@@ -115,8 +116,23 @@ int main(int argc, char** argv) {
     std::printf("%s", tuneUsage().c_str());
     return 0;
   }
+  // The machine planned for: the one a topology file describes (--topo, planning only), else this node
+  // as the plugin sees it; --cc gives its GPUs' capability.
+  Topology topology;
+  if (!o.topoFiles.empty()) {
+    Expected<Topology> loaded = loadTopologyFiles(o.topoFiles);
+    if (!loaded) {
+      std::fprintf(stderr, "symmem-tune: --topo: %s\n", loaded.error().c_str());
+      return 2;
+    }
+    topology = std::move(loaded).value();
+  } else {
+    topology = symmem::Process::get().topology();
+  }
+  if (o.cc)
+    for (int g = 0; g < topology.gpuCount(); ++g) topology.gpu(g).capability = *o.cc;
   // The machine the table is for; --install names the file after it, where the plugin looks.
-  const MachineFingerprint machine = fingerprintOf(symmem::Process::get().topology(), thisDriverMajor());
+  const MachineFingerprint machine = fingerprintOf(topology, thisDriverMajor());
   if (o.install != TuneInstall::None) {
     std::string error;
     o.out = tuneInstallPath(o.install, symmem::Process::get().settings(), machine, &error);
@@ -141,13 +157,19 @@ int main(int argc, char** argv) {
   }
 
   // Everything that can stop the run is checked here, before any fork and without CUDA.
-  const Topology& topology = symmem::Process::get().topology();
   const TunePlan plan = planTuning(topology, o);
   if (!plan.ok()) {
     std::fprintf(stderr, "%s\n", plan.error.c_str());
     return 1;
   }
   const NcclLibrary nccl = loadNcclLibrary(o.ncclLibrary);
+  if (!nccl.ok() && o.planOnly) {
+    // A plan needs no NCCL (one made for another machine, on a laptop, least of all): say what the
+    // measurement will need.
+    std::printf("%s  NCCL: none here (%s); the measurement needs NCCL 2.x (--nccl-lib PATH)\n",
+                describePlan(plan, topology, o).c_str(), nccl.error.c_str());
+    return 0;
+  }
   if (!nccl.ok()) {
     const char* hint = nccl.handle == nullptr
                            ? ". Install NCCL 2.x, put its lib directory on LD_LIBRARY_PATH, or pass --nccl-lib PATH"

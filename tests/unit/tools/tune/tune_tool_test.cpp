@@ -157,6 +157,23 @@ TEST(TuneOptions, VariantsAndNcclConfigsNarrowWhatIsTimed) {
   }
 }
 
+TEST(TuneOptions, TopoAndCcPlanForAnotherMachineOnly) {
+  const TuneArgsResult r = parse({"--plan", "--topo", "a.topo.txt,a.p2p-rw.txt", "--cc", "sm_120"});
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.options.topoFiles, (std::vector<std::string>{"a.topo.txt", "a.p2p-rw.txt"}));
+  ASSERT_TRUE(r.options.cc.has_value());
+  EXPECT_EQ(r.options.cc->str(), "12.0");
+  EXPECT_EQ(parse({"--topo", "a.txt"}).error,
+            "--topo plans only (add --plan): a measurement runs on this machine's own GPUs");
+  EXPECT_EQ(parse({"--cc", "9.0"}).error,
+            "--cc plans only (add --plan): a measurement runs on this machine's own GPUs");
+  EXPECT_EQ(parse({"--plan", "--topo", "a.txt,"}).error, "--topo takes FILE or FILE,P2P_FILE, not 'a.txt,'");
+  EXPECT_EQ(parse({"--plan", "--topo", ""}).error, "--topo takes FILE or FILE,P2P_FILE, not ''");
+  EXPECT_EQ(parse({"--plan", "--cc", "twelve"}).error, std::string("--cc 'twelve': ") + kCapabilityForms);
+  EXPECT_EQ(parse({"--plan", "--topo", "a.txt", "--install"}).error,
+            "--install writes this machine's table; --topo plans for another machine");
+}
+
 TEST(TuneOptions, CallsPerGraphShrinkAboveQuarterMiB) {
   EXPECT_EQ(callsForSize(8, 200), 200);
   EXPECT_EQ(callsForSize(256 * KiB, 200), 200);
@@ -671,6 +688,36 @@ TEST(TuneTool, PlanPrintsWhatWouldBeMeasured) {
   EXPECT_TRUE(has(r, "  estimate: about ")) << r.out;
   EXPECT_TRUE(has(r, "; paths stock ring/ll ring/simple tree/ll tree/simple 1s-push")) << r.out;
   EXPECT_TRUE(has(r, "NCCL 2.")) << r.out;
+}
+
+// Planning before the box arrives: a topology file and a capability, no GPU and no NCCL needed.
+TEST(TuneTool, PlansForATopologyFileWithoutAGpuOrNccl) {
+  const std::string topo = fixture("rtx-pro-6000-server-x8-asus-esc8000a-e13p-broadcom.topo.txt");
+  const ToolRun r = runTune("--plan --quick --topo " + topo + " --cc 12.0 --nccl-lib /nonexistent/libnccl.so.2");
+  EXPECT_EQ(r.exitCode, 0) << r.out;
+  EXPECT_TRUE(has(r, "symmem-tune: GPUs 0,1,2,3,4,5,6,7 of 8, capability 12.0, topology from " + topo + "\n")) << r.out;
+  EXPECT_TRUE(has(r, "ranks=2 on GPUs 0,1: link pcie-switch")) << r.out;
+  EXPECT_TRUE(has(r, "ranks=8 on GPUs 0,1,2,3,4,5,6,7: link pcie-sys")) << r.out;
+  EXPECT_TRUE(has(r, "  estimate: about ")) << r.out;
+  EXPECT_TRUE(has(r, "  NCCL: none here (cannot load NCCL (/nonexistent/libnccl.so.2)")) << r.out;
+  EXPECT_TRUE(has(r, "the measurement needs NCCL 2.x (--nccl-lib PATH)")) << r.out;
+
+  // The topology file wins over SYMMEM_TOPO_FILE; its P2P matrix goes after a comma.
+  const ToolRun p2p = runTune("--plan --topo " + fixture("rtx-5090-x2-wrx80-phb.topo.txt") + "," +
+                                  fixture("rtx-5090-x2-wrx80-phb.p2p-rw.txt") + " --cc 12.0",
+                              "SYMMEM_TOPO_FILE=" + topo);
+  EXPECT_EQ(p2p.exitCode, 1) << p2p.out;
+  EXPECT_TRUE(has(p2p, "symmem-tune: no P2P between GPU0 and GPU1")) << p2p.out;
+
+  // Without --cc the capability is what the measurement would ask CUDA for.
+  const ToolRun noCc = runTune("--plan --topo " + topo + " --nccl-lib /nonexistent/libnccl.so.2");
+  EXPECT_EQ(noCc.exitCode, 0) << noCc.out;
+  EXPECT_TRUE(has(noCc, "capability unknown (--cc X.Y gives it)")) << noCc.out;
+
+  const ToolRun missing = runTune("--plan --topo /nonexistent/box.topo.txt");
+  EXPECT_EQ(missing.exitCode, 2) << missing.out;
+  EXPECT_EQ(missing.out.rfind("symmem-tune: --topo: ", 0), 0u) << missing.out;
+  EXPECT_TRUE(has(missing, "/nonexistent/box.topo.txt")) << missing.out;
 }
 
 }  // namespace
