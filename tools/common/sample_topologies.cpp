@@ -63,8 +63,7 @@ std::string sampleTopologiesDir() {
   return "";
 }
 
-std::string sampleTopologiesHelp(const std::string& tool) {
-  const std::string dir = sampleTopologiesDir();
+std::string sampleTopologiesHelp(const std::string& tool, const std::string& dir) {
   std::string text = "Sample topologies (real captures; give the capability with --cc):\n";
   text += "  " +
           (dir.empty() ? std::string("share/nccl-symmem/topologies of an install, nccl_symmem/topologies "

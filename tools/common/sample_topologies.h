@@ -25,8 +25,8 @@ std::span<const SampleTopology> sampleTopologies();
 // (an install, the .deb, a build tree) or `<bin>/../topologies` (the wheel). Empty when neither exists.
 std::string sampleTopologiesDir();
 
-// The --help lines that list them, with the command that plans for the first PCIe one; `tool` is
-// "symmem-info" or "symmem-tune". Says where to find them even when the directory is absent.
-std::string sampleTopologiesHelp(const std::string& tool);
+// The --help lines that list them in `dir` (sampleTopologiesDir()), with the command that plans for the
+// first PCIe one; `tool` is "symmem-info" or "symmem-tune". With `dir` empty: where an install keeps them.
+std::string sampleTopologiesHelp(const std::string& tool, const std::string& dir);
 
 }  // namespace symmem

@@ -75,7 +75,7 @@ void usage(FILE* out) {
       "the plugin), then the version, the NCCL in use, the SYMMEM_* settings and the decision for every power-of-two\n"
       "all-reduce size from 8 B to 256 MiB. Without GPUs and without arguments it shows the bundled default:\n"
       "8x RTX PRO 6000 Blackwell (capability 12.0) on PCIe, dual socket.\n");
-  fputs(sampleTopologiesHelp("symmem-info").c_str(), out);
+  fputs(sampleTopologiesHelp("symmem-info", sampleTopologiesDir()).c_str(), out);
 }
 
 bool parseArgs(int argc, char** argv, Options& o) {

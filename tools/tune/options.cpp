@@ -130,7 +130,7 @@ std::string tuneUsage() {
          "  --topo         with --plan: plan for the machine this topology file describes (nvidia-smi topo -m, with\n"
          "                 its topo -p2p matrix after a comma, or hwloc XML), not this one; no GPU or NCCL needed\n"
          "  --cc           with --plan: the capability of the planned GPUs (a topology file names none)\n" +
-         sampleTopologiesHelp("symmem-tune");
+         sampleTopologiesHelp("symmem-tune", sampleTopologiesDir());
 }
 
 TuneArgsResult parseTuneArgs(const std::vector<std::string>& args) {

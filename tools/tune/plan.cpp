@@ -174,7 +174,9 @@ std::string describePlan(const TunePlan& plan, const Topology& topology, const T
   std::string text = "symmem-tune: GPUs " + joined(plan.gpus) + " of " + std::to_string(topology.gpuCount());
   if (!plan.gpuName.empty()) text += ", " + plan.gpuName;
   text += ", capability " +
-          (plan.capability.known() ? plan.capability.str() : std::string("unknown (--cc X.Y gives it)")) +
+          (plan.capability.known() ? plan.capability.str()
+           : options.planOnly      ? std::string("unknown (--cc X.Y gives it)")
+                                   : std::string("(from CUDA)")) +
           ", topology from " + topology.source() + "\n";
   for (const TuneWorld& w : plan.worlds) {
     std::string paths;

@@ -57,7 +57,9 @@ TEST(SampleTopologies, TheBuildTreeHoldsThemWhereTheToolsLook) {
   const std::string info = SYMMEM_INFO_PATH;
   const std::string dir = info.substr(0, info.rfind('/')) + "/../share/nccl-symmem/topologies";
   for (const SampleTopology& s : sampleTopologies()) {
-    const Expected<Topology> loaded = loadTopologyFile(dir + "/" + s.file);
+    std::vector<std::string> files = {dir + "/" + s.file};
+    if (*s.p2pFile != '\0') files.push_back(dir + "/" + s.p2pFile);
+    const Expected<Topology> loaded = loadTopologyFiles(files);
     EXPECT_TRUE(loaded.ok()) << dir << "/" << s.file << ": " << loaded.error();
   }
   const testing::ToolRun help = testing::runTool("'" + info + "' --help");
@@ -72,10 +74,20 @@ TEST(SampleTopologies, TheBuildTreeHoldsThemWhereTheToolsLook) {
 }
 
 TEST(SampleTopologies, TheHelpSaysWhereToLookWhenTheyAreAbsent) {
-  // A copy of the help text as a tool without the directory beside it prints it: the same list.
-  const std::string text = sampleTopologiesHelp("symmem-tune");
-  EXPECT_NE(text.find("symmem-tune --plan --topo "), std::string::npos) << text;
-  EXPECT_NE(text.find(" --cc 12.0\n"), std::string::npos) << text;
+  const std::string absent = sampleTopologiesHelp("symmem-tune", "");
+  EXPECT_NE(absent.find("  share/nccl-symmem/topologies of an install, nccl_symmem/topologies in the wheel (not "
+                        "found beside this program)\n"),
+            std::string::npos)
+      << absent;
+  EXPECT_NE(
+      absent.find("  e.g. symmem-tune --plan --topo DIR/rtx-pro-6000-server-x8-asus-esc8000a-e13p-broadcom.topo.txt"
+                  " --cc 12.0\n"),
+      std::string::npos)
+      << absent;
+  const std::string present = sampleTopologiesHelp("symmem-info", "/opt/x/topologies");
+  EXPECT_NE(present.find("\n  /opt/x/topologies\n"), std::string::npos) << present;
+  EXPECT_NE(present.find("  e.g. symmem-info --topo /opt/x/topologies/rtx-pro-6000-"), std::string::npos) << present;
+  EXPECT_EQ(present.find("not found"), std::string::npos) << present;
 }
 
 }  // namespace
