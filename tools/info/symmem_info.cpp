@@ -34,6 +34,7 @@
 #include "tools/common/nccl_library.h"
 #include "tools/common/sample_topologies.h"
 #include "tools/info/check.h"
+#include "tools/info/expectations.h"
 #include "tools/info/plugin_load_check.h"
 #include "tools/info/topology.h"
 #include "topology/halves.h"
@@ -59,22 +60,23 @@ struct Options {
 };
 
 void usage(FILE* out) {
-  fprintf(
-      out,
-      "usage: symmem-info [--cc X.Y] [--link nvlink|pcie-switch|pcie-root|pcie-sys] [--ranks N]\n"
-      "                   [--topo FILE] [--dtype bfloat16|half|float] [--op sum|prod|min|max] [--no-p2p]\n"
-      "                   [--table FILE] [--default-machine] [--plugin PATH]\n"
-      "       symmem-info --env           the SYMMEM_* settings as the Markdown table of docs/settings.md\n"
-      "       symmem-info --dump-table    the decision table in use, in table-file format (a start for edits)\n"
-      "       symmem-info --check         check the table file (--table or SYMMEM_TABLE), the topology file\n"
-      "                                   (--topo or SYMMEM_TOPO_FILE) and the settings; each problem on one\n"
-      "                                   line, exit 1 when there is one, 0 when all is clean\n"
-      "--table FILE uses FILE instead of SYMMEM_TABLE; --default-machine shows the bundled default machine\n"
-      "whatever GPUs this machine has; --cc overrides SYMMEM_CC, which overrides the detected capability.\n"
-      "Prints first the verdict (which sizes take the symmetric kernels; whether NCCL_TUNER_PLUGIN here loads\n"
-      "the plugin), then the version, the NCCL in use, the SYMMEM_* settings and the decision for every power-of-two\n"
-      "all-reduce size from 8 B to 256 MiB. Without GPUs and without arguments it shows the bundled default:\n"
-      "8x RTX PRO 6000 Blackwell (capability 12.0) on PCIe, dual socket.\n");
+  fprintf(out,
+          "usage: symmem-info [--cc X.Y] [--link nvlink|pcie-switch|pcie-root|pcie-sys] [--ranks N]\n"
+          "                   [--topo FILE] [--dtype bfloat16|half|float] [--op sum|prod|min|max] [--no-p2p]\n"
+          "                   [--table FILE] [--default-machine] [--plugin PATH]\n"
+          "       symmem-info --env           the SYMMEM_* settings as the Markdown table of docs/settings.md\n"
+          "       symmem-info --dump-table    the decision table in use, in table-file format (a start for edits)\n"
+          "       symmem-info --check         check the table file (--table or SYMMEM_TABLE), the topology file\n"
+          "                                   (--topo or SYMMEM_TOPO_FILE) and the settings; each problem on one\n"
+          "                                   line, exit 1 when there is one, 0 when all is clean\n"
+          "--table FILE uses FILE instead of SYMMEM_TABLE; --default-machine shows the bundled default machine\n"
+          "whatever GPUs this machine has; --cc overrides SYMMEM_CC, which overrides the detected capability.\n"
+          "Prints first the verdict (which sizes take the symmetric kernels; whether NCCL_TUNER_PLUGIN here loads\n"
+          "the plugin), then the version, the NCCL in use, the SYMMEM_* settings, the decision for every power-of-two\n"
+          "all-reduce size from 8 B to 256 MiB, and what to expect against NCCL on boxes of this kind (published\n"
+          "figures, each with its source, and the time per decode step of 120 all-reduces). Without GPUs and without "
+          "arguments it shows the bundled default:\n"
+          "8x RTX PRO 6000 Blackwell (capability 12.0) on PCIe, dual socket.\n");
   fputs(sampleTopologiesHelp("symmem-info", sampleTopologiesDir()).c_str(), out);
 }
 
@@ -454,5 +456,8 @@ int main(int argc, char** argv) {
   printf("\n%s", tableWhy.c_str());
   printf("\n");
   printDecisions(table, facts, policy, opt.dtype, opt.op, ccSource);
+  printf("\nwhat to expect against NCCL, %d ranks, %s (docs/your-box.md; every table: docs/sources.md):\n%s",
+         facts.nRanks, std::string(linkClassName(facts.link)).c_str(),
+         expectationText(facts.link, facts.nRanks, kAllReducesPerDecodeStep).c_str());
   return load.ok ? 0 : 1;
 }

@@ -13,8 +13,9 @@ namespace symmem::stat {
 namespace {
 
 const std::vector<std::string>& knownOptions() {
-  static const std::vector<std::string> known = {"--once",  "--json", "--prometheus", "--check",  "--interval",
-                                                 "--count", "--dir",  "--help",       "--version"};
+  static const std::vector<std::string> known = {"--once",     "--json", "--prometheus", "--check",
+                                                 "--estimate", "--case", "--interval",   "--count",
+                                                 "--dir",      "--help", "--version"};
   return known;
 }
 
@@ -44,6 +45,7 @@ StatArgsResult parseStatArgs(const std::vector<std::string>& args, const std::st
   StatArgsResult r;
   StatOptions& o = r.options;
   bool once = false, json = false, prometheus = false, check = false, intervalGiven = false, countGiven = false;
+  bool estimate = false, caseGiven = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&](std::string& out) {
@@ -67,6 +69,15 @@ StatArgsResult parseStatArgs(const std::vector<std::string>& args, const std::st
       prometheus = true;
     } else if (a == "--check") {
       check = true;
+    } else if (a == "--estimate") {
+      if (!value(o.estimateCsv)) return r;
+      if (o.estimateCsv.empty())
+        r.error = "--estimate needs a CSV file (symmem-tune --csv, or nccl-tests-configs' results.csv)";
+      estimate = true;
+    } else if (a == "--case") {
+      if (!value(o.caseName)) return r;
+      if (o.caseName.empty()) r.error = "--case needs a case name";
+      caseGiven = true;
     } else if (a == "--interval") {
       if (!value(v)) return r;
       r.error = parseSecondsArg(a, v, o.intervalSeconds);
@@ -99,6 +110,10 @@ StatArgsResult parseStatArgs(const std::vector<std::string>& args, const std::st
     r.error =
         "--check judges one snapshot and says so in lines of its own: it takes no --json, --prometheus, "
         "--once, --interval or --count";
+  } else if (estimate && (json || prometheus || check || countGiven)) {
+    r.error = "--estimate prints an estimate of its own: it takes no --json, --prometheus, --check or --count";
+  } else if (caseGiven && !estimate) {
+    r.error = "--case picks the case of an nccl-tests results file read by --estimate";
   } else if (once && (intervalGiven || countGiven)) {
     r.error = "--once takes one snapshot: --interval and --count do not apply to it";
   } else if (prometheus && (intervalGiven || countGiven)) {
@@ -107,6 +122,14 @@ StatArgsResult parseStatArgs(const std::vector<std::string>& args, const std::st
         "timer instead of --interval and --count (docs/live-stats.md)";
   }
   if (!r.ok()) return r;
+  if (estimate) {
+    o.form = OutputForm::Estimate;
+    o.count = 1;
+    o.overInterval = !once;
+    if (!intervalGiven) o.intervalSeconds = kEstimateSeconds;
+    if (o.dir.empty()) o.dir = stats::segmentDirectory(statsDirSetting);
+    return r;
+  }
   o.form = check        ? OutputForm::Check
            : json       ? OutputForm::Json
            : prometheus ? OutputForm::Prometheus
@@ -120,6 +143,7 @@ StatArgsResult parseStatArgs(const std::vector<std::string>& args, const std::st
 std::string statUsage() {
   return "usage: symmem-stat [PID...] [--once] [--json] [--prometheus] [--interval SECONDS] [--count N] [--dir DIR]\n"
          "       symmem-stat [PID...] --check [--dir DIR]\n"
+         "       symmem-stat [PID...] --estimate CSV [--case NAME] [--interval SECONDS | --once] [--dir DIR]\n"
          "What the nccl-symmem plugin does in running processes: for each communicator, its all-reduces by\n"
          "route (symmetric kernel or NCCL, and why), calls per second, sizes, eager or captured in a CUDA\n"
          "graph, and the GPU's own time of each symmetric kernel. Read from the files the plugin keeps in\n"
@@ -133,6 +157,11 @@ std::string statUsage() {
          "  --check       are the all-reduces captured in CUDA graphs (decode steps) on the symmetric path?\n"
          "                One line per communicator, and why where they are not. Exit 0 yes, 3 no (some\n"
          "                on NCCL that need not be), 4 nothing captured yet\n"
+         "  --estimate CSV  the all-reduce time the plugin saves each second: the job's executions over\n"
+         "                --interval (default 5 s; --once: since each communicator was opened) x (stock NCCL\n"
+         "                - the path taken) at each size, from a symmem-tune --csv file or the results.csv of\n"
+         "                nccl-tests-configs/run.sh. Exit 0 with an estimate, 4 with nothing to estimate yet\n"
+         "  --case NAME   the case of an nccl-tests results.csv to read times from (when it holds several)\n"
          "  --interval S  seconds between refreshes (default 1; 0.1 to 3600)\n"
          "  --count N     refresh N times, then exit\n"
          "  --dir DIR     where the files are (default: SYMMEM_STATS_DIR when set, else /dev/shm)\n"

@@ -4,6 +4,7 @@
 //
 //   symmem-stat [PID...] [--once] [--json] [--prometheus] [--interval SECONDS] [--count N] [--dir DIR]
 //   symmem-stat [PID...] --check [--dir DIR]
+//   symmem-stat [PID...] --estimate CSV [--case NAME] [--interval SECONDS | --once] [--dir DIR]
 //
 // The table is live by default: refreshed every --interval until Ctrl-C or --count. --json and
 // --prometheus write one snapshot; --json with --interval or --count writes one document per refresh
@@ -17,14 +18,20 @@
 
 namespace symmem::stat {
 
-enum class OutputForm { Table, Json, Prometheus, Check };
+enum class OutputForm { Table, Json, Prometheus, Check, Estimate };
+
+// --estimate's default time between its two snapshots, in seconds.
+inline constexpr double kEstimateSeconds = 5.0;
 
 struct StatOptions {
   std::vector<pid_t> pids;  // empty: every process with a statistics file in `dir`
   OutputForm form = OutputForm::Table;
   int count = 0;  // refreshes; 0: until stopped
   double intervalSeconds = 1.0;
-  std::string dir;  // "" until resolved: --dir, else SYMMEM_STATS_DIR, else /dev/shm
+  std::string estimateCsv;   // --estimate: a symmem-tune or nccl-tests CSV (tools/stat/latency_csv.h)
+  std::string caseName;      // --case: the case of an nccl-tests results file
+  bool overInterval = true;  // --estimate: rates between two snapshots --interval apart (--once: since opened)
+  std::string dir;           // "" until resolved: --dir, else SYMMEM_STATS_DIR, else /dev/shm
   bool help = false;
   bool version = false;
 };

@@ -6,9 +6,11 @@
 //
 //   symmem-stat [PID...] [--once] [--json] [--prometheus] [--interval SECONDS] [--count N] [--dir DIR]
 //   symmem-stat [PID...] --check [--dir DIR]
+//   symmem-stat [PID...] --estimate CSV [--case NAME] [--interval SECONDS | --once] [--dir DIR]
 //
 // --check: 0 when every captured all-reduce takes the path the table gives it, 3 when some are on NCCL
-// that need not be (each said why), 4 when nothing is captured yet. Otherwise: exit 0 when the statistics were shown
+// that need not be (each said why), 4 when nothing is captured yet. --estimate: 0 with an estimate, 4 with
+// nothing to estimate yet, 2 for a CSV it cannot read. Otherwise: exit 0 when the statistics were shown
 // (no process running the plugin is an answer too); 1 when files were found, or PIDs named, but none could be read; 2
 // for a bad command line. Ctrl-C, SIGTERM and a closed pipe (`symmem-stat | head`) end it quietly, with exit 0.
 #include <time.h>
@@ -23,6 +25,7 @@
 #include "tools/common/stats_check.h"
 #include "tools/common/stats_gather.h"
 #include "tools/common/stats_view.h"
+#include "tools/stat/estimate.h"
 #include "tools/stat/options.h"
 
 namespace {
@@ -143,6 +146,37 @@ class LiveView {
   int checkCode_ = 0;
 };
 
+// --estimate: the CSV first (a bad one is answered at once), then two snapshots --interval apart.
+int runEstimate(const StatOptions& o) {
+  const LatencyTableRead table = readLatencyTable(o.estimateCsv, o.caseName);
+  if (!table.ok()) {
+    std::fprintf(stderr, "symmem-stat: %s\n", table.error.c_str());
+    return kUsage;
+  }
+  StatsGathered g = gatherStats({o.dir, o.pids, true});
+  std::vector<stats::ProcessSnapshot> before;
+  if (g.dirProblem.empty() && !g.processes.empty() && o.overInterval) {
+    std::fprintf(stderr, "symmem-stat: counting the all-reduces of %zu process(es) for %.1f s\n", g.processes.size(),
+                 o.intervalSeconds);
+    before = std::move(g.processes);
+    sleepUntil(monotonicNs() + static_cast<uint64_t>(o.intervalSeconds * 1e9));
+    if (gStop != 0) return 0;
+    g = gatherStats({o.dir, o.pids, true});
+  }
+  if (!g.dirProblem.empty()) {
+    std::fprintf(stderr, "symmem-stat: %s\n", g.dirProblem.c_str());
+    return kNothingRead;
+  }
+  for (const std::string& n : g.notes) std::fprintf(stderr, "symmem-stat: %s\n", n.c_str());
+  if (g.processes.empty()) {
+    if (g.filesUnusable > 0 || !o.pids.empty()) return kNothingRead;
+    std::fprintf(stderr, "symmem-stat: %s\n", noProcessText(o.dir).c_str());
+  }
+  const StatsEstimate e = estimateSavings(g.processes, before, table.table);
+  for (const std::string& line : e.lines) std::printf("%s\n", line.c_str());
+  return estimateExitCode(e);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -165,6 +199,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   catchStopSignals();
+  if (o.form == OutputForm::Estimate) return runEstimate(o);
   LiveView view(o);
   const auto intervalNs = static_cast<uint64_t>(o.intervalSeconds * 1e9);
   uint64_t next = monotonicNs();

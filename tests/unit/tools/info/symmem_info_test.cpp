@@ -45,6 +45,10 @@ TEST(SymmemInfo, DefaultShowsVersionSettingsAndDecisions) {
   EXPECT_TRUE(has(r, "SYMMEM_TIMEOUT_MS  = 600000       [default]"));
   EXPECT_TRUE(has(r, "8B  symmetric one-shot"));
   EXPECT_TRUE(has(r, "256MiB  NCCL"));
+  // The default machine: 8 ranks across two sockets, and what was published for such boxes.
+  EXPECT_TRUE(has(r, "what to expect against NCCL, 8 ranks, pcie-sys")) << r.out;
+  EXPECT_TRUE(has(r, "8x RTX PRO 6000, two sockets, Broadcom switches, fp16")) << r.out;
+  EXPECT_TRUE(has(r, "per step of 120")) << r.out;
 }
 
 TEST(SymmemInfo, Capability120Pcie) {

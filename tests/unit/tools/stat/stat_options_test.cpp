@@ -63,6 +63,31 @@ TEST(StatOptions, Seconds) {
   EXPECT_EQ(parseSecondsArg("--interval", "x", s), "bad --interval 'x': expected seconds from 0.1 to 3600 (2, 0.5)");
 }
 
+TEST(StatOptions, Estimate) {
+  const StatArgsResult r = parse({"--estimate", "tune.csv"});
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.options.form, OutputForm::Estimate);
+  EXPECT_EQ(r.options.estimateCsv, "tune.csv");
+  EXPECT_TRUE(r.options.overInterval);
+  EXPECT_DOUBLE_EQ(r.options.intervalSeconds, kEstimateSeconds) << "5 s between the two snapshots";
+  EXPECT_EQ(r.options.dir, "/dev/shm");
+  EXPECT_DOUBLE_EQ(parse({"--estimate", "t.csv", "--interval", "2"}).options.intervalSeconds, 2.0);
+  EXPECT_FALSE(parse({"--estimate", "t.csv", "--once"}).options.overInterval) << "since each was opened";
+  EXPECT_EQ(parse({"--estimate", "r.csv", "--case", "ar-latency"}).options.caseName, "ar-latency");
+  EXPECT_NE(parse({"--estimate", "t.csv", "--json"}).error.find("--estimate prints an estimate of its own"),
+            std::string::npos);
+  EXPECT_NE(parse({"--estimate", "t.csv", "--check"}).error.find("--estimate"), std::string::npos);
+  EXPECT_NE(parse({"--estimate", "t.csv", "--count", "2"}).error.find("--estimate"), std::string::npos);
+  EXPECT_NE(parse({"--estimate", "t.csv", "--once", "--interval", "2"}).error.find("--once takes one snapshot"),
+            std::string::npos);
+  EXPECT_NE(parse({"--case", "x"}).error.find("--case picks the case"), std::string::npos);
+  EXPECT_EQ(parse({"--estimate"}).error, "--estimate needs a value");
+  EXPECT_FALSE(parse({"--estimate", ""}).ok());
+  EXPECT_EQ(parse({"--estimat", "t.csv"}).error,
+            "unknown option --estimat (did you mean --estimate? symmem-stat --help lists the options)");
+  EXPECT_NE(statUsage().find("--estimate CSV"), std::string::npos);
+}
+
 TEST(StatOptions, Mistakes) {
   EXPECT_EQ(parse({"--intervl", "2"}).error,
             "unknown option --intervl (did you mean --interval? symmem-stat --help lists the options)");
