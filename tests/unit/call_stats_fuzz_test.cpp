@@ -19,7 +19,9 @@
 #include "core/call_stats_segment.h"
 #include "tests/unit/crafted_stats_file.h"
 #include "tests/unit/tools/stat/json_value.h"
+#include "tools/common/stats_check.h"
 #include "tools/common/stats_view.h"
+#include "tools/stat/estimate.h"
 
 namespace symmem::stats {
 namespace {
@@ -144,6 +146,21 @@ std::string snapshotProblems(const ProcessSnapshot& p) {
   return "";
 }
 
+// Times for symmem-stat --estimate at every size a bucket is costed at, for every path, at 2 ranks.
+const LatencyTable& fuzzLatencyTable() {
+  static const LatencyTable table = [] {
+    std::string csv = "ranks,link,cc,bytes,path,median_us,min_us,max_us,chosen\n";
+    for (uint64_t bytes = 1; bytes <= (uint64_t{1} << 30); bytes *= 2)
+      for (const char* path : {"nccl", "nccl-ring-ll", "oneshot-push", "oneshot-pull", "oneshot-staged",
+                               "oneshot-halves", "twoshot-push", "twoshot-pull", "twoshot-staged", "twoshot-halves"})
+        csv += "2,pcie-switch,12.0," + std::to_string(bytes) + "," + path +
+               (std::string(path) == "nccl" ? ",10,10,10," : ",5,5,5,") +
+               (std::string(path) == "oneshot-push" ? "1" : "0") + "\n";
+    return parseLatencyTable(csv, "fuzz.csv", "").table;
+  }();
+  return table;
+}
+
 // The views' arithmetic: every figure whole (calls = eager + captured, saturated, so the captured
 // share is within 100 %), every form complete.
 std::string viewProblems(const ProcessSnapshot& now, const ProcessSnapshot& before, bool parseJson) {
@@ -176,6 +193,10 @@ std::string viewProblems(const ProcessSnapshot& now, const ProcessSnapshot& befo
   }
   const std::string prometheus = statsPrometheus(nows);
   if (prometheus.empty() || prometheus.back() != '\n') return "an exposition cut short";
+  if (checkCapturedPaths(nows).lines.empty()) return "a check without a verdict";
+  const StatsEstimate estimate = estimateSavings(nows, befores, fuzzLatencyTable());
+  if (!std::isfinite(estimate.savedUsPerSecond)) return "an estimate of " + std::to_string(estimate.savedUsPerSecond);
+  if (estimate.lines.size() < 2) return "an estimate without its lines";
   return "";
 }
 
