@@ -138,27 +138,37 @@ class CommEstimate {
     }
   }
 
-  // NCCL with the table's configuration: eager calls only (replays of a graph's NCCL kernels are not
-  // counted anywhere).
+  // One bucket of a route's eager calls on NCCL, per second, with stock NCCL's time and the time of
+  // the path the table chose at that size (the plugin's, with an nccl-tests file). Captured calls are
+  // only counted: replays of a graph's NCCL kernels are seen by no counter.
+  struct EagerOnNccl {
+    double perSecond = 0;
+    std::string path;
+    std::optional<double> stock, chosen;
+  };
+  EagerOnNccl eagerOnNccl(Route r, int b) {
+    EagerOnNccl e;
+    e.perSecond = Delta{hostCalls(&s_, r, b, false), hostCalls(earlier_, r, b, false)}.perSecond(seconds_);
+    capturedOnNccl += grown(hostCalls(&s_, r, b, true), hostCalls(earlier_, r, b, true));
+    const std::optional<uint64_t> bytes = bucketBytes(b);
+    if (e.perSecond <= 0 || !bytes) return e;
+    e.path = table_.source == LatencyTable::Source::NcclTestsCsv ? "plugin" : chosenAt(world_, *bytes);
+    e.stock = latencyAt(world_, "nccl", *bytes);
+    if (!e.path.empty()) e.chosen = latencyAt(world_, e.path, *bytes);
+    return e;
+  }
+
+  // NCCL with the table's configuration, against stock.
   void ncclTuned() {
     for (int b = 0; b < stats::kBuckets; ++b) {
-      const double perSecond =
-          Delta{hostCalls(&s_, Route::NcclTuned, b, false), hostCalls(earlier_, Route::NcclTuned, b, false)}.perSecond(
-              seconds_);
-      capturedOnNccl +=
-          grown(hostCalls(&s_, Route::NcclTuned, b, true), hostCalls(earlier_, Route::NcclTuned, b, true));
-      if (perSecond <= 0) continue;
-      const std::optional<uint64_t> bytes = bucketBytes(b);
-      const std::string path =
-          table_.source == LatencyTable::Source::NcclTestsCsv ? "plugin" : (bytes ? chosenAt(world_, *bytes) : "");
-      const std::optional<double> stock = bytes ? latencyAt(world_, "nccl", *bytes) : std::nullopt;
-      const std::optional<double> tuned = bytes && !path.empty() ? latencyAt(world_, path, *bytes) : std::nullopt;
-      if (!stock || !tuned || isKernelPath(path)) {
-        uncosted(perSecond, b, "NCCL (table band)");
+      const EagerOnNccl e = eagerOnNccl(Route::NcclTuned, b);
+      if (e.perSecond <= 0) continue;
+      if (!e.stock || !e.chosen || isKernelPath(e.path)) {
+        uncosted(e.perSecond, b, "NCCL (table band)");
         continue;
       }
-      tunedPerSecond += perSecond;
-      tunedSavedUs += perSecond * (*stock - *tuned);
+      tunedPerSecond += e.perSecond;
+      tunedSavedUs += e.perSecond * (*e.stock - *e.chosen);
     }
   }
 
@@ -167,18 +177,10 @@ class CommEstimate {
   void missed() {
     for (const Route r : {Route::NcclBeforeSetup, Route::NcclPathOff}) {
       for (int b = 0; b < stats::kBuckets; ++b) {
-        const double perSecond =
-            Delta{hostCalls(&s_, r, b, false), hostCalls(earlier_, r, b, false)}.perSecond(seconds_);
-        capturedOnNccl += grown(hostCalls(&s_, r, b, true), hostCalls(earlier_, r, b, true));
-        if (perSecond <= 0) continue;
-        const std::optional<uint64_t> bytes = bucketBytes(b);
-        const std::string path =
-            table_.source == LatencyTable::Source::NcclTestsCsv ? "plugin" : (bytes ? chosenAt(world_, *bytes) : "");
-        const std::optional<double> stock = bytes ? latencyAt(world_, "nccl", *bytes) : std::nullopt;
-        const std::optional<double> kernel = bytes && !path.empty() ? latencyAt(world_, path, *bytes) : std::nullopt;
-        if (!stock || !kernel) continue;
-        missedPerSecond += perSecond;
-        missedSavedUs += perSecond * (*stock - *kernel);
+        const EagerOnNccl e = eagerOnNccl(r, b);
+        if (e.perSecond <= 0 || !e.stock || !e.chosen) continue;
+        missedPerSecond += e.perSecond;
+        missedSavedUs += e.perSecond * (*e.stock - *e.chosen);
       }
     }
   }
