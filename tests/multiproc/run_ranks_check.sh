@@ -77,6 +77,10 @@ for (( r = 0; r < nranks; r++ )); do
     failed=1
     echo "run_ranks_check: rank $r: expected path $expect, but 'symmetric path on' x$on, 'all-reduces stay on NCCL' x$off; the plugin's lines:"
     grep -E 'symmem' "$log" | grep -vE 'AllReduce: opCount' | tail -n 8 | sed 's/^/  | /'
+    if (( off > 0 )); then
+      echo "run_ranks_check: rank $r: the 'stay on NCCL' lines:"
+      grep -E 'all-reduces stay on NCCL' "$log" | head -n 8 | sed 's/^/  | /'
+    fi
   fi
 done
 if (( failed )); then
