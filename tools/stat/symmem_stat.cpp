@@ -109,6 +109,8 @@ class LiveView {
         checkCode_ = checkExitCode(check.verdict);
         break;
       }
+      case OutputForm::Estimate:  // runEstimate's, never a live view's
+        break;
     }
     before_ = g.processes;
     return flushed();
