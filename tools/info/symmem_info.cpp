@@ -74,9 +74,9 @@ void usage(FILE* out) {
           "Prints first the verdict (which sizes take the symmetric kernels; whether NCCL_TUNER_PLUGIN here loads\n"
           "the plugin), then the version, the NCCL in use, the SYMMEM_* settings, the decision for every power-of-two\n"
           "all-reduce size from 8 B to 256 MiB, and what to expect against NCCL on boxes of this kind (published\n"
-          "figures, each with its source, and the time per decode step of 120 all-reduces). Without GPUs and without "
-          "arguments it shows the bundled default:\n"
-          "8x RTX PRO 6000 Blackwell (capability 12.0) on PCIe, dual socket.\n");
+          "figures, each with its source, and the time per decode step of 120 all-reduces). Without GPUs and\n"
+          "without arguments it shows the bundled default: 8x RTX PRO 6000 Blackwell (capability 12.0) on PCIe,\n"
+          "dual socket.\n");
   fputs(sampleTopologiesHelp("symmem-info", sampleTopologiesDir()).c_str(), out);
 }
 

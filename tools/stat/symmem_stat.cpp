@@ -155,7 +155,8 @@ int runEstimate(const StatOptions& o) {
     std::fprintf(stderr, "symmem-stat: %s\n", table.error.c_str());
     return kUsage;
   }
-  StatsGathered g = gatherStats({o.dir, o.pids, true});
+  // An estimate only reads: files of ended processes are reported, not removed.
+  StatsGathered g = gatherStats({o.dir, o.pids, false});
   std::vector<stats::ProcessSnapshot> before;
   if (g.dirProblem.empty() && !g.processes.empty() && o.overInterval) {
     std::fprintf(stderr, "symmem-stat: counting the all-reduces of %zu process(es) for %.1f s\n", g.processes.size(),
@@ -163,7 +164,7 @@ int runEstimate(const StatOptions& o) {
     before = std::move(g.processes);
     sleepUntil(monotonicNs() + static_cast<uint64_t>(o.intervalSeconds * 1e9));
     if (gStop != 0) return 0;
-    g = gatherStats({o.dir, o.pids, true});
+    g = gatherStats({o.dir, o.pids, false});
   }
   if (!g.dirProblem.empty()) {
     std::fprintf(stderr, "symmem-stat: %s\n", g.dirProblem.c_str());

@@ -6,6 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <cmath>
 #include <regex>
@@ -232,8 +235,28 @@ TEST(StatsEstimateTool, CountsWhatALiveProcessRunsOverTheInterval) {
   const auto r = estimate(dir.path(), "--estimate '" + csv.path() + "' --interval 0.5");
   EXPECT_EQ(r.exitCode, 0) << r.out;
   EXPECT_TRUE(r.has("counting the all-reduces of 1 process(es) for 0.5 s")) << r.out;
-  EXPECT_TRUE(std::regex_search(r.out, std::regex("comm 0xc3 rank 0/2, over 0\\.[5-9] s: saves [1-9][0-9.]* ms")))
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("comm 0xc3 rank 0/2, over [0-9]+\\.[0-9] s: saves [1-9][0-9.]* ms")))
       << r.out;
+}
+
+TEST(StatsEstimateTool, AnEstimateOnlyReadsTheFileOfAnEndedProcessStays) {
+  symmem::testing::TempDir dir("symmem-stat-estimate");
+  symmem::testing::TempFile csv(kToolCsv);
+  const pid_t ended = fork();
+  ASSERT_GE(ended, 0);
+  if (ended == 0) {
+    std::string why;
+    auto seg = stats::WrittenSegment::createShared(dir.path(), "ended-child", "0.1.0", &why);
+    _exit(seg == nullptr ? 3 : 0);  // no destructor: the file stays, as after a kill
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(ended, &status, 0), ended);
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  const std::string left = dir.path() + "/" + stats::segmentFileName(getuid(), ended);
+  ASSERT_EQ(access(left.c_str(), F_OK), 0);
+  const auto r = estimate(dir.path(), "--estimate '" + csv.path() + "' --once");
+  EXPECT_TRUE(r.has("pid " + std::to_string(ended) + " ended without removing its statistics file")) << r.out;
+  EXPECT_EQ(access(left.c_str(), F_OK), 0) << "a viewer removes nothing\n" << r.out;
 }
 
 TEST(StatsEstimateTool, ABadCsvNoProcessAndBadArguments) {
