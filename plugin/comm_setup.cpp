@@ -128,7 +128,7 @@ std::unique_ptr<CommState> runExchanges(const ProcessContext& process, NcclRecor
 
 }  // namespace
 
-SetupSteps symmetricSetupSteps(const RealNccl& nccl, const ProcessContext& process) {
+SetupSteps symmetricSetupSteps(const RealNccl& nccl, const ProcessContext& process, int copy) {
   SetupSteps steps;
   steps.prepare = [&nccl](ncclComm_t comm, int nRanks, int device, std::string* why) -> std::shared_ptr<void> {
     const kernels::ScopedDevice scope(device);
@@ -140,8 +140,8 @@ SetupSteps symmetricSetupSteps(const RealNccl& nccl, const ProcessContext& proce
     *why = "its setup exchange buffers could not be allocated";
     return nullptr;
   };
-  steps.agree = [&process](ncclComm_t comm, const Arrival& mine, const std::function<bool()>& aborted) {
-    return agreeBeforeExchanges(process, comm, mine, aborted);
+  steps.agree = [&process, copy](ncclComm_t comm, const Arrival& mine, const std::function<bool()>& aborted) {
+    return agreeBeforeExchanges(process, comm, mine, aborted, copy);
   };
   steps.setup = [&process](ncclComm_t, int rank, int nRanks, int device, void* prepared) {
     return runExchanges(process, *static_cast<NcclRecordGather*>(prepared), rank, nRanks, device);
@@ -150,8 +150,8 @@ SetupSteps symmetricSetupSteps(const RealNccl& nccl, const ProcessContext& proce
 }
 
 Agreement agreeBeforeExchanges(const ProcessContext& process, ncclComm_t comm, const Arrival& mine,
-                               const std::function<bool()>& aborted) {
-  const std::shared_ptr<CommTicket> ticket = ticketFor(comm);
+                               const std::function<bool()>& aborted, int copy) {
+  const std::shared_ptr<CommTicket> ticket = ticketFor(comm, copy);
   // Without a ticket this rank cannot reach the agreement: its peers see no arrival and stay on NCCL
   // (at once when NCCL's view is one node and this rank never declared; else when their wait ends).
   if (!ticket) return {false, "NCCL did not load the plugin as its tuner for this communicator"};

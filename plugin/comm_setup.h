@@ -22,8 +22,9 @@ namespace symmem {
 // is filled in once buffers exist.
 CommFacts commFactsFrom(const CommunicatorTopology& agreed, int nRanks, HalvesMode mode = HalvesMode::Auto);
 
-// Step 1 for `comm`: this rank's arrival, then the verdict every rank reads.
+// Step 1 for `comm`, a communicator of NCCL copy `copy`: this rank's arrival, then the verdict every
+// rank reads.
 Agreement agreeBeforeExchanges(const ProcessContext& process, ncclComm_t comm, const Arrival& mine,
-                               const std::function<bool()>& aborted);
+                               const std::function<bool()>& aborted, int copy = 0);
 
 }  // namespace symmem

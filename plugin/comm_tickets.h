@@ -12,8 +12,11 @@
 // (&comm->tunerContext, NCCL 2.21 - 2.31 at least), so that address lies a fixed distance past the
 // ncclComm_t. Structs never overlap, so the nearest slot past a communicator is its own; the first
 // lookup learns the distance, and every later one must match it exactly (and the ticket's rank count
-// the communicator's). A communicator without a ticket (NCCL did not load the plugin as its tuner, or
-// an NCCL that breaks this rule) stays on NCCL, and so, through the agreement, do its peers.
+// the communicator's). The distance is a property of one NCCL build: with two NCCL copies in the
+// process (plugin/nccl_copies.h) each copy's is learned from its own communicators, and a slot is
+// looked for only among the tickets of the copy whose tuner init made them. A communicator without
+// a ticket (NCCL did not load the plugin as its tuner, or an NCCL that breaks this rule) stays on
+// NCCL, and so, through the agreement, do its peers.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -26,6 +29,9 @@ namespace symmem {
 
 struct CommTicket {
   const void* contextSlot = nullptr;  // the void** NCCL passed to the tuner's init
+  // The NCCL copy whose tuner init made it (plugin/nccl_copies.h); -1 where that could not be told:
+  // such a ticket is found by its communicator's name only, never by its slot.
+  int copy = 0;
   uint64_t commId = 0;
   int nRanks = 0;
   int nNodes = 0;
@@ -42,8 +48,8 @@ struct CommTicket {
 void registerTicket(std::shared_ptr<CommTicket> ticket);
 void retireTicket(const void* contextSlot);
 
-// The ticket of `comm` (see above), or null.
-std::shared_ptr<CommTicket> ticketFor(const void* comm);
+// The ticket of `comm`, a communicator of NCCL copy `copy` (see above), or null.
+std::shared_ptr<CommTicket> ticketFor(const void* comm, int copy = 0);
 
 // How far past a communicator its tuner context slot may lie: NCCL 2.28.9's is 1,075,712 bytes into a
 // 1,082,968-byte struct.
@@ -52,7 +58,7 @@ inline constexpr size_t kMaxContextSlotDistance = 8u << 20;
 // The tickets' lock, for the fork handlers alone (plugin/process.cpp): held by the forking thread across
 // fork, so that a child never inherits it held mid-change.
 std::mutex& commTicketsMutex();
-// Forgets the learned distance and every ticket (tests).
+// Forgets the learned distances and every ticket (tests).
 void resetTicketsForTests();
 
 }  // namespace symmem

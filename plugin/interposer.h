@@ -240,7 +240,8 @@ class Interposer {
 };
 
 // The real steps: the exchange buffers (prepare), the host-local agreement (agree), then the facts
-// and buffers exchanged with pncclAllGather (setup). plugin/comm_setup.cpp.
-SetupSteps symmetricSetupSteps(const RealNccl& nccl, const ProcessContext& process);
+// and buffers exchanged with pncclAllGather (setup), for the communicators of NCCL copy `copy`, whose
+// real entry points `nccl` are. plugin/comm_setup.cpp.
+SetupSteps symmetricSetupSteps(const RealNccl& nccl, const ProcessContext& process, int copy = 0);
 
 }  // namespace symmem

@@ -128,7 +128,7 @@ Interposer& Process::interposer(int copy) {
   RealNccl& real = nccl(copy);
   reachable_.store(true, std::memory_order_release);  // an entry point was called: it may be called again
   auto made =
-      std::make_unique<Interposer>(real, context_, symmetricSetupSteps(real, context_), streamIsCapturing, copy);
+      std::make_unique<Interposer>(real, context_, symmetricSetupSteps(real, context_, copy), streamIsCapturing, copy);
   const bool first = !anyInterposer();
   if (first && settings_.flag(SettingId::Stats) && settings_.flag(SettingId::Enable)) {
     std::unique_ptr<CallStats> stats = CallStats::open(settings_.text(SettingId::StatsDir));

@@ -160,11 +160,13 @@ namespace tuner {
 namespace {
 // The communicator's ticket for the interposer, and this rank's declaration to its peers (with the
 // bands it would apply). Returns the agreement, or null.
-std::shared_ptr<Rendezvous> openAgreement(const ProcessContext& process, const void* contextSlot, uint64_t commId,
-                                          size_t nRanks, size_t nNodes, bool reaches, const std::string& whyNotReached,
-                                          uint64_t bands, bool namedByCreation, const std::string& unnamed) {
+std::shared_ptr<Rendezvous> openAgreement(const ProcessContext& process, const void* contextSlot, int copy,
+                                          uint64_t commId, size_t nRanks, size_t nNodes, bool reaches,
+                                          const std::string& whyNotReached, uint64_t bands, bool namedByCreation,
+                                          const std::string& unnamed) {
   auto ticket = std::make_shared<CommTicket>();
   ticket->contextSlot = contextSlot;
+  ticket->copy = copy;
   ticket->commId = commId;
   ticket->idFromNccl = commId != 0 && unnamed.empty() && !namedByCreation;
   ticket->nRanks = countsFit(nRanks, nNodes) ? static_cast<int>(nRanks) : 0;
@@ -205,12 +207,14 @@ std::string describeEntry(const Thresholds* e) {
                   " bands=" + std::to_string(e->numBands) + " (" + e->source + ")";
   return s;
 }
-// The version of the NCCL that handed over `log` (plugin/nccl_copies.h); 0 where it cannot be told.
-int loadingNcclVersion(abi::Logger log) {
+// The NCCL copy that handed over `log` (plugin/nccl_copies.h); -1 where it cannot be told.
+int loadingCopy(abi::Logger log) {
   std::string why;
   const std::optional<int> copy = Process::get().ncclCopies().copyThatLoaded(log, &why);
-  return copy ? Process::get().ncclCopies().versionCode(*copy) : 0;
+  return copy ? *copy : -1;
 }
+// That copy's version; 0 where it cannot be told.
+int ncclVersionOf(int copy) { return copy >= 0 ? Process::get().ncclCopies().versionCode(copy) : 0; }
 }  // namespace
 
 abi::Result init(void** ctx, uint64_t commId, size_t nRanks, size_t nNodes, abi::Logger log,
@@ -224,6 +228,9 @@ abi::Result init(void** ctx, uint64_t commId, size_t nRanks, size_t nNodes, abi:
   // Never fail communicator creation: any problem leaves the communicator on NCCL's own model.
   try {
     const ProcessContext& process = processContext();
+    // Which NCCL copy this is matters only where its all-reduces reach the interposer (which is then
+    // set up already); asked otherwise, it would set up the process's NCCL state for nothing.
+    const int copy = reaches ? loadingCopy(log) : -1;
     // NCCL 2.27 and older give no id: the creation call under way names the communicator, where the
     // code hooks saw it (plugin/creation_calls.h).
     std::string unnamed;
@@ -232,7 +239,7 @@ abi::Result init(void** ctx, uint64_t commId, size_t nRanks, size_t nNodes, abi:
       // The one made before the code hooks went in (the process's first) has no creation record: on the
       // releases whose layout is known, NCCL's own id for it is read from its struct
       // (plugin/legacy_comm_hash.h), and checked against the creation record wherever both exist.
-      const int version = loadingNcclVersion(log);
+      const int version = ncclVersionOf(copy);
       std::string notRead;
       const std::optional<uint64_t> read = legacyCommHash(ctx, version, nRanks, nNodes, &notRead);
       if (const std::optional<CommName> name = claimCreationForTunerInit(ctx, nRanks, &unnamed)) {
@@ -258,8 +265,9 @@ abi::Result init(void** ctx, uint64_t commId, size_t nRanks, size_t nNodes, abi:
     gLiveContexts.fetch_add(1, std::memory_order_acq_rel);
     *ctx = comm;
     comm->contextSlot = ctx;
-    std::shared_ptr<Rendezvous> agreement = openAgreement(process, ctx, commId, nRanks, nNodes, reaches, whyNotReached,
-                                                          bandsFingerprint(*comm), namedByCreation, unnamed);
+    std::shared_ptr<Rendezvous> agreement =
+        openAgreement(process, ctx, copy, commId, nRanks, nNodes, reaches, whyNotReached, bandsFingerprint(*comm),
+                      namedByCreation, unnamed);
     // NCCL 2.27 and older run this init after their intra-node barrier: a rank's first collective can
     // come before a peer has declared, so no rank could know that the others apply the same bands.
     if (!namedByCreation) comm->agreement = std::move(agreement);

@@ -11,19 +11,19 @@ void nameCreated(ncclResult_t r, const ncclComm_t* newcomm, uint64_t identity, N
   }
 }
 
-uint64_t parentIdentity(ncclComm_t parent) {
+uint64_t parentIdentity(ncclComm_t parent, int copy) {
   if (const std::optional<CommName> name = commName(parent)) return name->identity;
-  const std::shared_ptr<CommTicket> ticket = ticketFor(parent);
+  const std::shared_ptr<CommTicket> ticket = ticketFor(parent, copy);
   return ticket ? ticket->commId : 0;
 }
 
-uint64_t splitChildIdentity(ncclComm_t comm, int color) {
+uint64_t splitChildIdentity(ncclComm_t comm, int color, int copy) {
   // Counted before the call, as NCCL counts it, on every rank (NOCOLOR ones too).
   int count = 0;
   uint64_t parent = 0;
   try {
     count = countChild(comm);
-    parent = count > 0 ? parentIdentity(comm) : 0;
+    parent = count > 0 ? parentIdentity(comm, copy) : 0;
   } catch (...) {
     count = 0;
   }

@@ -79,10 +79,10 @@ ncclResult_t callOrInvalid(F f, Args... args) {
 void nameCreated(ncclResult_t r, const ncclComm_t* newcomm, uint64_t identity, NamedBy by) noexcept;
 // The caller's handle variable, as the creation record reads it (plugin/creation_calls.h).
 inline const void* const* handleOf(const ncclComm_t* newcomm) { return reinterpret_cast<const void* const*>(newcomm); }
-// The parent's name: from its own creation call, else the id NCCL gave its tuner (tuner v5).
-uint64_t parentIdentity(ncclComm_t parent);
+// The parent's name: from its own creation call, else the id NCCL copy `copy` gave its tuner (tuner v5).
+uint64_t parentIdentity(ncclComm_t parent, int copy);
 // ncclCommSplit's child name, counted before the call as NCCL counts it (0: unnamed).
-uint64_t splitChildIdentity(ncclComm_t comm, int color);
+uint64_t splitChildIdentity(ncclComm_t comm, int color, int copy);
 
 template <int K>
 struct Entries {
@@ -169,7 +169,7 @@ struct Entries {
     return r;
   }
   static ncclResult_t commSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
-    const uint64_t identity = splitChildIdentity(comm, color);
+    const uint64_t identity = splitChildIdentity(comm, color, K);
     ncclResult_t r;
     {
       // The child's rank count is known only once NCCL has gathered the colors.

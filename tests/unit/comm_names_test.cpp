@@ -60,6 +60,22 @@ TEST_F(CommNames, SeveralWithOneIdAreToldApartByTheirSlots) {
   EXPECT_NE(ticketFor(structs[1]), c);
 }
 
+// One NCCL_COMM_ID gives communicators of two NCCL copies the same id: a name finds only its own
+// copy's ticket, or one whose copy the tuner could not tell.
+TEST_F(CommNames, ANameFindsOnlyItsOwnCopysTicket) {
+  static char structs[3][256];
+  const auto other = ticket(structs[0] + 8, 0x3131);
+  other->copy = 1;
+  nameComm(structs[1], {0x3131, NamedBy::UniqueId});
+  EXPECT_EQ(ticketFor(structs[1], 0), nullptr) << "copy 1's ticket is not copy 0's communicator's";
+  EXPECT_EQ(ticketFor(structs[1], 1), other) << "a communicator of copy 1 with that name finds it";
+  const auto untold = ticket(structs[2] + 8, 0x4141);
+  untold->copy = -1;
+  nameComm(structs[2] + 64, {0x4141, NamedBy::UniqueId});
+  EXPECT_EQ(ticketFor(structs[2] + 64, 0), untold) << "a ticket of a copy not told is found by its name";
+  EXPECT_EQ(ticketFor(structs[2], 0), nullptr) << "but never by its slot";
+}
+
 // A name that no tuner id matches (an NCCL that names communicators otherwise): the slot decides.
 TEST_F(CommNames, ANameNoTunerIdMatchesFallsBackToTheSlot) {
   static char structs[1][256];

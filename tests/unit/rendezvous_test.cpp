@@ -511,5 +511,34 @@ TEST(CommTickets, TheNearestContextSlotPastACommunicatorIsItsOwn) {
   resetTicketsForTests();
 }
 
+// Two NCCL copies in one process (PyTorch's and the one pynccl is pointed at) lay their communicator
+// structs out differently: each copy's distance is learned from its own communicators, and a slot is
+// looked for only among the tickets its copy's tuner init made.
+TEST(CommTickets, EachNcclCopyHasItsOwnDistance) {
+  resetTicketsForTests();
+  constexpr size_t kOtherOffset = kContextOffset + 4096;  // another build's struct
+  static char copy0[2][kContextOffset + 64];
+  static char copy1[2][kOtherOffset + 64];
+  auto make = [](const void* slot, int copy) {
+    auto t = std::make_shared<CommTicket>();
+    t->contextSlot = slot;
+    t->copy = copy;
+    registerTicket(t);
+    return t;
+  };
+  const auto a0 = make(copy0[0] + kContextOffset, 0);
+  const auto b0 = make(copy0[1] + kContextOffset, 0);
+  const auto a1 = make(copy1[0] + kOtherOffset, 1);
+  const auto b1 = make(copy1[1] + kOtherOffset, 1);
+  EXPECT_EQ(ticketFor(copy0[0], 0), a0);  // copy 0 learns its distance first
+  EXPECT_EQ(ticketFor(copy1[0], 1), a1) << "copy 1's first communicator, at another distance";
+  EXPECT_EQ(ticketFor(copy1[1], 1), b1);
+  EXPECT_EQ(ticketFor(copy0[1], 0), b0);
+  EXPECT_EQ(ticketFor(copy1[0], 0), nullptr) << "copy 0's lookups never take copy 1's tickets";
+  EXPECT_EQ(ticketFor(copy0[0], 2), nullptr) << "a copy with no tickets finds none";
+  EXPECT_EQ(ticketFor(copy0[0], -1), nullptr);
+  resetTicketsForTests();
+}
+
 }  // namespace
 }  // namespace symmem
