@@ -4,7 +4,7 @@
 # configure with the one apt line that installs it, because a plugin built without the code hooks does
 # not reach ctypes clients (vLLM's and SGLang's pynccl), the clients this project exists for.
 #
-# Only headers are needed to build; the libraries are loaded at run time (plugin/x86_decoder.cpp,
+# Only headers are needed to build; the libraries are loaded at run time (plugin/hooks/x86_decoder.cpp,
 # topology/hwloc_library.cpp). Script mode (cmake -P) can include this file too: the tests
 # (tests/cmake/required_parts_check.cmake) call the same functions the build does.
 
@@ -40,7 +40,7 @@ function(symmem_require_headers option apt without)
   endif()
 endfunction()
 
-# Zydis and Zycore headers, for plugin/x86_decoder.cpp. Sets ZYDIS_INCLUDE_DIR, ZYCORE_INCLUDE_DIR.
+# Zydis and Zycore headers, for plugin/hooks/x86_decoder.cpp. Sets ZYDIS_INCLUDE_DIR, ZYCORE_INCLUDE_DIR.
 macro(symmem_find_code_hook_parts)
   set(SYMMEM_PART_HINTS "")
   if(SYMMEM_ZYDIS_ROOT)

@@ -3,10 +3,25 @@
 """Fails (exit 1) when a source file includes a header of a folder its library does not depend on.
 
 The layers, linked one way:  core <- topology, kernels <- plugin <- tools.  core also uses neither CUDA
-nor NCCL. Inside tools/ every folder is one tool's library (info, bench, tune, health, report, and any
-tool added later) except tools/common/, the parts two or more tools share: a tool uses common/ and the
-layers below, never another tool; common/ uses no tool. A source directly in tools/ belongs to no tool
-and is refused. Run by the build (target symmem_layers) before any library compiles.
+nor NCCL. plugin/ is rooms, each a library of one job (docs/architecture.md, "Rooms"):
+
+    plugin/hooks      the code patcher: code hooks, GOT rebinding, the pin, the attach policy; it
+                      includes nothing else of the project and no CUDA, NCCL, NVML or hwloc header
+    plugin/nccl       NCCL's own interfaces as the plugin sees them: the tuner ABI, the real entry points
+    plugin/stats      the live statistics writer
+    plugin/process    settings, topology and decision table of the process
+    plugin/interpose  the interposer, communicator setup, the agreement, the NCCL copies served
+    plugin/tuner      the tuner
+    plugin/entry      the exported symbols alone
+
+A room includes only the rooms listed for it below. A file directly in plugin/ belongs to no room
+and may include any of them (files not yet moved into a room). Inside tools/ every folder is one
+tool's library (info, bench, tune, health, report, stat, and any tool added later) except tools/common/,
+the parts two or more tools share: a tool uses common/, the layers below and of plugin/ only what a
+tool needs without the patcher (plugin/nccl, plugin/process), never another tool; common/ uses no tool.
+A source directly in tools/ belongs to no tool and is refused. A project header included with <...>
+is checked as one included with "...". Run by the build (target symmem_layers) before any library
+compiles.
 
     python3 cmake/check_layers.py SOURCE_DIR
 """
@@ -14,25 +29,45 @@ import os
 import re
 import sys
 
+ROOMS = {
+    "plugin/hooks": set(),
+    "plugin/nccl": {"core"},
+    "plugin/stats": {"core", "symmem"},
+    "plugin/process": {"core", "topology", "plugin/nccl", "symmem"},
+    "plugin/interpose": {"core", "topology", "kernels", "plugin/hooks", "plugin/nccl", "plugin/stats", "plugin/process",
+                         "symmem"},
+    "plugin/tuner": {"core", "topology", "plugin/nccl", "plugin/process", "plugin/interpose", "symmem"},
+    "plugin/entry": {"core", "topology", "kernels", "plugin/hooks", "plugin/nccl", "plugin/stats", "plugin/process",
+                     "plugin/interpose", "plugin/tuner", "symmem"},
+}
 MAY_INCLUDE = {
     "core": {"core"},
     "topology": {"core", "topology"},
     "kernels": {"core", "kernels"},
-    "plugin": {"core", "topology", "kernels", "plugin", "symmem"},
+    # files of plugin/ not yet in a room
+    "plugin": {"core", "topology", "kernels", "plugin", "symmem"} | set(ROOMS),
 }
-BELOW_TOOLS = {"core", "topology", "kernels", "plugin", "symmem"}
+MAY_INCLUDE.update({room: uses | {room} for room, uses in ROOMS.items()})
+# Until every file of plugin/ is in a room, the rooms above the patcher may use those not yet moved.
+for room in ("plugin/interpose", "plugin/tuner", "plugin/entry"):
+    MAY_INCLUDE[room] |= {"plugin"}
+BELOW_TOOLS = {"core", "topology", "kernels", "plugin", "plugin/nccl", "plugin/process", "symmem"}
 TOOLS_COMMON = "tools/common"
-FORBIDDEN_SYSTEM = {"core": re.compile(r"^(cuda|cuda_runtime|cuda_runtime_api|nccl|nvml|hwloc)[._/]")}
+TOP = ["core", "topology", "kernels", "plugin", "tools"]
+PROJECT = set(TOP) | {"symmem"}
+NO_DRIVERS = re.compile(r"^(cuda|cuda_runtime|cuda_runtime_api|nccl|nvml|hwloc)[._/]")
+FORBIDDEN_SYSTEM = {"core": NO_DRIVERS, "plugin/hooks": NO_DRIVERS}
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 SOURCES = (".h", ".hpp", ".cpp", ".cc", ".cu", ".cuh", ".c")
 
 
 def unit_of(path):
-    """The library a header or source belongs to: its top folder, or tools/<folder> inside tools/.
-    "tools" alone for a file directly in tools/ (part of no tool)."""
+    """The library a header or source belongs to: its top folder; tools/<folder> inside tools/ and
+    plugin/<room> inside plugin/. "tools" alone for a file directly in tools/ (part of no tool),
+    "plugin" alone for one directly in plugin/."""
     parts = path.split("/")
-    if parts[0] == "tools":
-        return "tools/" + parts[1] if len(parts) > 2 else "tools"
+    if parts[0] in ("tools", "plugin"):
+        return parts[0] + "/" + parts[1] if len(parts) > 2 else parts[0]
     return parts[0]
 
 
@@ -45,8 +80,8 @@ def may_include(unit):
 
 
 def sources(root):
-    for layer in list(MAY_INCLUDE) + ["tools"]:
-        for folder, dirs, files in os.walk(os.path.join(root, layer)):
+    for top in TOP:
+        for folder, dirs, files in os.walk(os.path.join(root, top)):
             dirs.sort()
             for name in sorted(files):
                 if name.endswith(SOURCES):
@@ -54,35 +89,46 @@ def sources(root):
                     yield path, os.path.relpath(path, root).replace(os.sep, "/")
 
 
+def file_problem(rel, unit):
+    """Why a file is in no library that may be built, or None."""
+    if unit == "tools":
+        return f"{rel}: a tool's file goes in tools/<tool>/, or in tools/common/ when two or more tools use it"
+    if unit.startswith("plugin/") and unit not in ROOMS:
+        return f"{rel}: {unit}/ is no room of the plugin (rooms: {', '.join(sorted(ROOMS))})"
+    return None
+
+
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else "."
     problems = []
     for path, rel in sources(root):
         unit = unit_of(rel)
-        if unit == "tools":
-            problems.append(f"{rel}: a tool's file goes in tools/<tool>/, or in tools/common/ when two or more tools "
-                            f"use it")
+        problem = file_problem(rel, unit)
+        if problem:
+            problems.append(problem)
             continue
         allowed = may_include(unit)
-        layer = rel.split("/")[0]
         with open(path, encoding="utf-8", errors="replace") as f:
             for number, line in enumerate(f, 1):
                 m = INCLUDE.match(line)
                 if not m:
                     continue
                 kind, target = m.groups()
-                if kind == '"':
-                    # A name without a folder is the including file's own folder.
-                    if "/" in target and unit_of(target) not in allowed:
+                # A name without a folder is the including file's own folder; <x/...> of a project
+                # folder is the project's header all the same.
+                ours = "/" in target and (kind == '"' or target.split("/")[0] in PROJECT)
+                if ours:
+                    if unit_of(target) not in allowed:
                         problems.append(f"{rel}:{number}: includes {target}, but {unit}/ may only use "
                                         f"{', '.join(sorted(allowed))}")
-                elif layer in FORBIDDEN_SYSTEM and FORBIDDEN_SYSTEM[layer].match(target):
-                    problems.append(f"{rel}:{number}: includes <{target}>: {layer}/ uses no CUDA, NCCL, "
+                elif unit in FORBIDDEN_SYSTEM and FORBIDDEN_SYSTEM[unit].match(target):
+                    problems.append(f"{rel}:{number}: includes <{target}>: {unit}/ uses no CUDA, NCCL, "
                                     f"NVML or hwloc")
     for p in problems:
         print(p, file=sys.stderr)
     if problems:
-        print(f"check_layers: {len(problems)} include(s) or file(s) against the layers (docs/architecture.md)", file=sys.stderr)
+        print(f"check_layers: {len(problems)} include(s) or file(s) against the layers (docs/architecture.md)",
+              file=sys.stderr)
         return 1
     return 0
 

@@ -21,8 +21,8 @@
 #include "core/comm_identity.h"
 #include "core/log.h"
 #include "core/settings.h"
-#include "plugin/attach.h"
-#include "plugin/code_hook.h"
+#include "plugin/hooks/attach.h"
+#include "plugin/hooks/code_hook.h"
 #include "plugin/comm_names.h"
 #include "plugin/comm_tickets.h"
 #include "plugin/creation_calls.h"
@@ -31,7 +31,7 @@
 #include "plugin/nccl_copies.h"
 #include "plugin/nccl_real.h"
 #include "plugin/process.h"
-#include "plugin/self_pin.h"
+#include "plugin/hooks/self_pin.h"
 #include "plugin/tuner.h"
 #include "symmem/version.h"
 
@@ -198,6 +198,18 @@ HookOutcome hookEntryPoints(int copy, const symmem::Settings& settings) {
   return HookOutcome::Hooked;
 }
 
+// What a GOT attach did: a summary line, each object rebound, and each thing not covered (once).
+void logAttachReport(const symmem::AttachReport& report) {
+  SYMMEM_INFO(symmem::kLogInit, "attach: %d GOT slot(s) in %zu object(s) lead to the plugin (%d rewritten now)",
+              report.slotsPatched, report.patchedObjects.size(), report.slotsWritten);
+  for (const std::string& object : report.patchedObjects)
+    SYMMEM_INFO(symmem::kLogInit, "attach: rebound %s", object.c_str());
+  for (const std::string& symbol : report.unreferenced)
+    SYMMEM_INFO(symmem::kLogInit, "attach: no loaded object imports %s", symbol.c_str());
+  for (const std::string& line : report.notCovered)
+    SYMMEM_WARN_ONCE("attach:" + line, "attach: not covered: %s", line.c_str());
+}
+
 // GOT attach: the process's references to the entry points (what dynamically linked callers such as
 // nccl-tests and libtorch_cuda.so call through) are rebound to the plugin.
 void rebindEntryPoints(const std::vector<EntryPoint>& points) {
@@ -207,7 +219,7 @@ void rebindEntryPoints(const std::vector<EntryPoint>& points) {
   for (const EntryPoint& p : points) rebindings.push_back({p.name, p.ours, nullptr, p.real});
   symmem::AttachOptions options;
   options.definingLibrary = "libnccl.so.2";
-  symmem::attachRebindings(rebindings, options);
+  logAttachReport(symmem::attachRebindings(rebindings, options));
 }
 
 // Every entry point of copy 0, required and optional, rebound in the process's GOT. Only copy 0's:
@@ -339,7 +351,8 @@ bool attachOnce(symmem::abi::Logger logger, std::string* whyNot) {
   CopyAttach& a = copies[static_cast<size_t>(*copy)];
   if (a.hooked) return true;
   // Copy 0's GOT slots cover objects loaded since they were rebound.
-  if (a.rebound && symmem::loadedObjectsChangedSinceAttach()) symmem::reattachRebindings();
+  if (a.rebound && symmem::loadedObjectsChangedSinceAttach())
+    logAttachReport(symmem::reattachRebindings());
   if (!settings.flag(symmem::SettingId::Hooks)) {
     if (*copy == 0 && !a.rebound) {
       SYMMEM_INFO(symmem::kLogInit, "code hooks off (SYMMEM_HOOKS=0): GOT attach only");

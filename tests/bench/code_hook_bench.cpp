@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "plugin/code_hook.h"
+#include "plugin/hooks/code_hook.h"
 
 #if __has_include("symmem/hook_fixture_paths.h") && defined(__x86_64__)
 #include "symmem/hook_fixture_paths.h"

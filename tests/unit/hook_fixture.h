@@ -4,7 +4,7 @@
 // this build can hook at all.
 #include <string>
 
-#include "plugin/x86_decoder.h"
+#include "plugin/hooks/x86_decoder.h"
 
 #if __has_include("symmem/hook_fixture_paths.h") && defined(__x86_64__)
 #include "symmem/hook_fixture_paths.h"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "plugin/code_hook.h"
+#include "plugin/hooks/code_hook.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -25,8 +25,8 @@
 #include <ctime>
 #include <mutex>
 
-#include "plugin/code_hook_parking.h"
-#include "plugin/x86_decoder.h"
+#include "plugin/hooks/code_hook_parking.h"
+#include "plugin/hooks/x86_decoder.h"
 
 namespace symmem {
 

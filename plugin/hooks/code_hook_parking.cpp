@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "plugin/code_hook_parking.h"
+#include "plugin/hooks/code_hook_parking.h"
 
 #if defined(__x86_64__)
 

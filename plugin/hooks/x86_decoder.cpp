@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "plugin/x86_decoder.h"
+#include "plugin/hooks/x86_decoder.h"
 
 #include <dlfcn.h>
 

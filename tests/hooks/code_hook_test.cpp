@@ -25,7 +25,7 @@
 #include <thread>
 #include <vector>
 
-#include "plugin/code_hook.h"
+#include "plugin/hooks/code_hook.h"
 #include "tests/unit/forked_check.h"
 #include "tests/unit/hook_fixture.h"
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "plugin/attach.h"
+#include "plugin/hooks/attach.h"
 
 #if __has_include("symmem/attach_fixture_paths.h")
 #include "symmem/attach_fixture_paths.h"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "plugin/attach.h"
+#include "plugin/hooks/attach.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -14,8 +14,6 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
-
-#include "core/log.h"
 
 namespace symmem {
 namespace {
@@ -511,21 +509,10 @@ struct PatchPass {
   }
 };
 
-void logReport(const AttachReport& report) {
-  SYMMEM_INFO(kLogInit, "attach: %d GOT slot(s) in %zu object(s) lead to the plugin (%d rewritten now)",
-              report.slotsPatched, report.patchedObjects.size(), report.slotsWritten);
-  for (const std::string& object : report.patchedObjects) SYMMEM_INFO(kLogInit, "attach: rebound %s", object.c_str());
-  for (const std::string& symbol : report.unreferenced)
-    SYMMEM_INFO(kLogInit, "attach: no loaded object imports %s", symbol.c_str());
-  for (const std::string& line : report.notCovered)
-    SYMMEM_WARN_ONCE("attach:" + line, "attach: not covered: %s", line.c_str());
-}
-
 AttachReport attachLocked(AttachState& s, std::span<const Rebinding> rebindings, const AttachOptions& options) {
   AttachReport report;
   if (!kArchSupported) {
     report.notCovered.push_back("GOT rebinding is not implemented for this architecture");
-    logReport(report);
     return report;
   }
   const std::vector<void*> targets = resolveTargets(rebindings, options, s.written, report);
@@ -549,7 +536,6 @@ AttachReport attachLocked(AttachState& s, std::span<const Rebinding> rebindings,
   const LoadCounters counters = loadCounters();
   s.loadsAtAttach = counters.loads;
   s.unloadsAtAttach = counters.unloads;
-  logReport(report);
   return report;
 }
 

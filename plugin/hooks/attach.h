@@ -59,15 +59,15 @@ struct AttachReport {
   int slotsPatched = 0;                     // slots on a replacement after this call
   int slotsWritten = 0;                     // of those, slots this call changed (0 on a repeat)
   std::vector<PatchedSlot> slots;
-  // What stays on the real functions, one readable line each (also logged once as WARN).
+  // What stays on the real functions, one readable line each.
   std::vector<std::string> notCovered;
-  // Symbols no loaded object imports (nothing to do; logged as INFO).
+  // Symbols no loaded object imports (nothing to do).
   std::vector<std::string> unreferenced;
 };
 
 // Rebinds every loaded object's GOT references to each symbol. Idempotent: a slot that already
-// points at its replacement is counted, not wrapped again. Serialised by a process-wide mutex. The
-// report is logged (INFO summary, WARN once per thing not covered); nothing goes to stdout.
+// points at its replacement is counted, not wrapped again. Serialised by a process-wide mutex. Logs
+// nothing: the caller words the report.
 AttachReport attachRebindings(std::span<const Rebinding> rebindings, const AttachOptions& options);
 
 // Runs the last attachRebindings call again (same rebindings, same options), to cover objects loaded

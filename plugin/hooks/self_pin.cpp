@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "plugin/self_pin.h"
+#include "plugin/hooks/self_pin.h"
 
 #include <cxxabi.h>
 #include <dlfcn.h>

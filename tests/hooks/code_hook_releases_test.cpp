@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "plugin/code_hook.h"
+#include "plugin/hooks/code_hook.h"
 #include "tests/unit/forked_check.h"
 #include "tests/unit/hook_fixture.h"
 #include "tests/unit/nccl_releases.h"

@@ -28,8 +28,8 @@
 #include <thread>
 #include <vector>
 
-#include "plugin/code_hook.h"
-#include "plugin/code_hook_parking.h"
+#include "plugin/hooks/code_hook.h"
+#include "plugin/hooks/code_hook_parking.h"
 #include "tests/unit/forked_check.h"
 #include "tests/unit/hook_fixture.h"
 

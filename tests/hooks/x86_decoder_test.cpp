@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "plugin/x86_decoder.h"
+#include "plugin/hooks/x86_decoder.h"
 
 namespace symmem {
 namespace {

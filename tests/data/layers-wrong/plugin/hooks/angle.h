@@ -1,0 +1,2 @@
+// Planted: a project header with angle brackets.
+#include <core/settings.h>

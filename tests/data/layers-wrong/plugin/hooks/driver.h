@@ -1,0 +1,2 @@
+// Planted: the code patcher includes CUDA.
+#include <cuda_runtime.h>

@@ -1,0 +1,2 @@
+// Planted: the code patcher includes the project.
+#include "core/log.h"

@@ -1,0 +1,1 @@
+// Planted: a folder of plugin/ that is no room.

@@ -1,0 +1,2 @@
+// Planted: a room includes one above it.
+#include "plugin/interpose/interposer.h"

@@ -1,0 +1,2 @@
+// Planted: a tool includes the code patcher.
+#include "plugin/hooks/code_hook.h"
