@@ -21,17 +21,17 @@
 #include "core/comm_identity.h"
 #include "core/log.h"
 #include "core/settings.h"
-#include "plugin/hooks/attach.h"
-#include "plugin/hooks/code_hook.h"
 #include "plugin/comm_names.h"
 #include "plugin/comm_tickets.h"
 #include "plugin/creation_calls.h"
 #include "plugin/entry/copy_entries.h"
+#include "plugin/hooks/attach.h"
+#include "plugin/hooks/code_hook.h"
+#include "plugin/hooks/self_pin.h"
 #include "plugin/interposer.h"
 #include "plugin/nccl_copies.h"
 #include "plugin/nccl_real.h"
 #include "plugin/process.h"
-#include "plugin/hooks/self_pin.h"
 #include "plugin/tuner.h"
 #include "symmem/version.h"
 
@@ -351,8 +351,7 @@ bool attachOnce(symmem::abi::Logger logger, std::string* whyNot) {
   CopyAttach& a = copies[static_cast<size_t>(*copy)];
   if (a.hooked) return true;
   // Copy 0's GOT slots cover objects loaded since they were rebound.
-  if (a.rebound && symmem::loadedObjectsChangedSinceAttach())
-    logAttachReport(symmem::reattachRebindings());
+  if (a.rebound && symmem::loadedObjectsChangedSinceAttach()) logAttachReport(symmem::reattachRebindings());
   if (!settings.flag(symmem::SettingId::Hooks)) {
     if (*copy == 0 && !a.rebound) {
       SYMMEM_INFO(symmem::kLogInit, "code hooks off (SYMMEM_HOOKS=0): GOT attach only");
