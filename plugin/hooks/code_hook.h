@@ -8,7 +8,7 @@
 // pynccl). The mechanism knows nothing about NCCL: the caller names the functions.
 //
 // x86-64 only (elsewhere every request is refused with the reason). Instructions are decoded by Zydis
-// (plugin/x86_decoder.h). The promise, on every path: either every required hook of the set is in
+// (plugin/hooks/x86_decoder.h). The promise, on every path: either every required hook of the set is in
 // place and forwarding works, or no byte of any function changed and every forward pointer is back
 // where it was. A set is refused, with nothing written, when a required function cannot be patched
 // safely (the disassembler is missing, the function is too short, its first bytes hold a branch or a

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// Parking the other threads of the process while code hooks are written (plugin/code_hook.h), and
+// Parking the other threads of the process while code hooks are written (plugin/hooks/code_hook.h), and
 // moving the contexts that were inside the rewritten bytes. x86-64 Linux.
 //
 // A parking request is a SIGURG queued to one thread with a cookie (SIGURG, as Go's runtime uses for

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The parking of other threads while code hooks are written (plugin/code_hook_parking.h), where it
+// The parking of other threads while code hooks are written (plugin/hooks/code_hook_parking.h), where it
 // cannot see what it needs: a /proc without the per-thread "syscall" file (gVisor), a parking request
 // merged into a SIGURG someone else sent, a stack that cannot be searched, a word on a stack that
 // only looks like a signal frame. Each case runs in a forked child, so a thread resuming inside a new
