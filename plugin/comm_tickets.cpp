@@ -99,8 +99,10 @@ std::shared_ptr<CommTicket> ticketFor(const void* comm, int copy) {
   std::shared_ptr<CommTicket> nearest;
   ptrdiff_t nearestDistance = 0;
   for (const auto& k : t.live) {
-    // Another NCCL copy's communicators lie at their own distance from their slots.
-    if (k->copy != copy) continue;
+    // Another NCCL copy's communicators lie at their own distance from their slots. A ticket whose
+    // copy was not told may match only a distance already learned: a slot exactly there lies inside
+    // this communicator's struct, so it is its own (structs never overlap).
+    if (k->copy != copy && !(k->copy < 0 && learned >= 0)) continue;
     // Several live communicators with this one's id (a fixed NCCL_COMM_ID): only they are candidates.
     if (several && k->commId != name->identity) continue;
     const auto slot = reinterpret_cast<uintptr_t>(k->contextSlot);

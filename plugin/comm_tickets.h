@@ -30,7 +30,8 @@ namespace symmem {
 struct CommTicket {
   const void* contextSlot = nullptr;  // the void** NCCL passed to the tuner's init
   // The NCCL copy whose tuner init made it (plugin/nccl_copies.h); -1 where that could not be told:
-  // such a ticket is found by its communicator's name only, never by its slot.
+  // such a ticket is found by its communicator's name, or by its slot at a distance its copy's other
+  // communicators already taught, never by teaching one.
   int copy = 0;
   uint64_t commId = 0;
   int nRanks = 0;

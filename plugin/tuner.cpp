@@ -228,9 +228,10 @@ abi::Result init(void** ctx, uint64_t commId, size_t nRanks, size_t nNodes, abi:
   // Never fail communicator creation: any problem leaves the communicator on NCCL's own model.
   try {
     const ProcessContext& process = processContext();
-    // Which NCCL copy this is matters only where its all-reduces reach the interposer (which is then
-    // set up already); asked otherwise, it would set up the process's NCCL state for nothing.
-    const int copy = reaches ? loadingCopy(log) : -1;
+    // Which NCCL copy this is: for the interposer (then set up already) where its all-reduces reach
+    // it, and for the version on NCCLs that give no id. Asked otherwise, it would set up the process's
+    // NCCL state for nothing.
+    const int copy = reaches || commId == 0 ? loadingCopy(log) : -1;
     // NCCL 2.27 and older give no id: the creation call under way names the communicator, where the
     // code hooks saw it (plugin/creation_calls.h).
     std::string unnamed;

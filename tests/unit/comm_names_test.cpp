@@ -73,7 +73,13 @@ TEST_F(CommNames, ANameFindsOnlyItsOwnCopysTicket) {
   untold->copy = -1;
   nameComm(structs[2] + 64, {0x4141, NamedBy::UniqueId});
   EXPECT_EQ(ticketFor(structs[2] + 64, 0), untold) << "a ticket of a copy not told is found by its name";
-  EXPECT_EQ(ticketFor(structs[2], 0), nullptr) << "but never by its slot";
+  EXPECT_EQ(ticketFor(structs[2], 0), nullptr) << "but teaches no distance by its slot";
+  static char more[2][256];
+  const auto own = ticket(more[0] + 8, 0x5151);  // copy 0's: teaches 8
+  EXPECT_EQ(ticketFor(more[0], 0), own);
+  const auto late = ticket(more[1] + 8, 0x6161);
+  late->copy = -1;
+  EXPECT_EQ(ticketFor(more[1], 0), late) << "at the distance already learned, its slot is its own";
 }
 
 // A name that no tuner id matches (an NCCL that names communicators otherwise): the slot decides.
