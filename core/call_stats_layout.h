@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The layout of a process's live all-reduce statistics (docs/live-stats.md): one file per process,
-// written by the plugin (plugin/call_stats.h) and by its kernels (kernels/kernel_clock.cuh), read by
+// written by the plugin (plugin/stats/call_stats.h) and by its kernels (kernels/kernel_clock.cuh), read by
 // symmem-stat and symmem-report from other processes (core/call_stats_segment.h). Plain data only: the
 // same bytes mean the same on both sides, whatever compiler built each.
 //

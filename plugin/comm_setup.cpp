@@ -13,7 +13,7 @@
 #include "kernels/scoped_device.h"
 #include "plugin/comm_tickets.h"
 #include "plugin/interposer.h"
-#include "plugin/record_gather.h"
+#include "plugin/nccl/record_gather.h"
 #include "plugin/rendezvous.h"
 #include "plugin/setup_vote.h"
 #include "topology/discover.h"

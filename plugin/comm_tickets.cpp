@@ -9,7 +9,7 @@
 
 #include "core/log.h"
 #include "plugin/comm_names.h"
-#include "plugin/nccl_real.h"
+#include "plugin/nccl/nccl_real.h"
 
 namespace symmem {
 

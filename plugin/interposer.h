@@ -22,9 +22,9 @@
 #include "core/decision.h"
 #include "core/log.h"
 #include "kernels/symmetric_comm.h"
-#include "plugin/call_stats.h"
-#include "plugin/nccl_real.h"
+#include "plugin/nccl/nccl_real.h"
 #include "plugin/process_context.h"
+#include "plugin/stats/call_stats.h"
 
 namespace symmem {
 
@@ -150,7 +150,7 @@ class Interposer {
   ncclResult_t groupSimulateEnd(ncclSimInfo_t* simInfo);
 
   size_t liveCommunicators() const;
-  // Counting every call (plugin/call_stats.h), from now on; set before the first call. The process's
+  // Counting every call (plugin/stats/call_stats.h), from now on; set before the first call. The process's
   // interposers (one per NCCL copy) share one.
   void enableStats(std::shared_ptr<CallStats> stats) { stats_ = std::move(stats); }
   CallStats* callStats() const { return stats_.get(); }
@@ -180,7 +180,7 @@ class Interposer {
   // `nccl`: which NCCL route the call then takes (a band of the table, or NCCL untouched).
   std::optional<kernels::KernelChoice> symmetricChoice(const AllReduceCall& c, const CommState& state,
                                                        stats::Route* nccl = nullptr) const;
-  // Counts the call (plugin/call_stats.h): on `state`'s counters, or, before the communicator is set
+  // Counts the call (plugin/stats/call_stats.h): on `state`'s counters, or, before the communicator is set
   // up (state null), on counters kept for it until then. `captured`: nullopt asks the stream.
   void countCall(const AllReduceCall& c, CommState* state, stats::Route route,
                  std::optional<bool> captured = std::nullopt);

@@ -17,7 +17,7 @@
 #include <string>
 
 #include "core/log.h"
-#include "plugin/nccl_real.h"
+#include "plugin/nccl/nccl_real.h"
 
 namespace symmem {
 

@@ -11,11 +11,11 @@
 
 #include "core/log.h"
 #include "core/setting_names.h"
-#include "plugin/call_stats.h"
 #include "plugin/comm_names.h"
 #include "plugin/comm_tickets.h"
 #include "plugin/creation_calls.h"
 #include "plugin/interposer.h"
+#include "plugin/stats/call_stats.h"
 #include "plugin/table_in_force.h"
 #include "plugin/tuner.h"
 #include "symmem/version.h"

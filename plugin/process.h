@@ -15,8 +15,8 @@
 
 #include "core/decision_table.h"
 #include "core/settings.h"
+#include "plugin/nccl/nccl_real.h"
 #include "plugin/nccl_copies.h"
-#include "plugin/nccl_real.h"
 #include "plugin/process_context.h"
 #include "topology/model.h"
 

@@ -8,9 +8,9 @@
 #include <memory>
 #include <string>
 
+#include "plugin/nccl/tuner_abi.h"
 #include "plugin/process_context.h"
 #include "plugin/rendezvous.h"
-#include "plugin/tuner_abi.h"
 
 namespace symmem {
 

@@ -19,7 +19,7 @@
 #include "plugin/comm_tickets.h"
 #include "plugin/creation_calls.h"
 #include "plugin/interposer.h"
-#include "plugin/nccl_real.h"
+#include "plugin/nccl/nccl_real.h"
 #include "plugin/process.h"
 
 namespace symmem::entry {

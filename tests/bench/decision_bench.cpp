@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // Per-call cost of the decision and of the tuner's getCollInfo (target: under 50 ns each), and of the
-// interposer's count of each call in the live statistics (plugin/call_stats.h; budget: 5 ns).
+// interposer's count of each call in the live statistics (plugin/stats/call_stats.h; budget: 5 ns).
 // A benchmark, not a test: it reports, it does not pass or fail.
 #include <benchmark/benchmark.h>
 
 #include "core/decision_table.h"
-#include "plugin/call_stats.h"
+#include "plugin/stats/call_stats.h"
 #include "plugin/tuner.h"
 
 namespace symmem {

@@ -17,7 +17,7 @@
 // plugin runs by default (SYMMEM_STATS_GPU=sampled: the host counts each call, the kernels time one
 // execution in about 64), "+stats-every" as with SYMMEM_STATS_GPU=every (the kernels count and time
 // every execution), "+stats-sampled-copied" with a thread copying the kernels' counts off the device
-// every millisecond meanwhile (kernels/kernel_clock.cuh, plugin/stats_publisher.h), and last
+// every millisecond meanwhile (kernels/kernel_clock.cuh, plugin/stats/stats_publisher.h), and last
 // "+no-stats-again": without statistics on communicators of their own, the spread between two sets of
 // communicators that the rows above carry too, so that one run measures them.
 // --switches runs the earlier forms of the per-call path (SymmetricConfig::costSwitches), so that one
@@ -46,8 +46,8 @@
 #include "kernels/device_view.h"
 #include "kernels/programmatic_launch.h"
 #include "kernels/symmetric_comm.h"
-#include "plugin/call_stats.h"
-#include "plugin/stats_publisher.h"
+#include "plugin/stats/call_stats.h"
+#include "plugin/stats/stats_publisher.h"
 #include "tests/bench/bench_cuda_check.h"
 #include "tests/gpu/rank_harness.h"
 
@@ -339,7 +339,7 @@ void ncclOneRank(const Options& o) {
 // samplePeriod: 0, no statistics; else the live statistics on (the host's counts, the kernels' own,
 // one execution in about samplePeriod timed). copying: a thread copies every rank's GPU counts off the
 // device every millisecond meanwhile, 100 times as often as the plugin's publisher
-// (plugin/stats_publisher.h). again: rows of a second set of communicators without statistics.
+// (plugin/stats/stats_publisher.h). again: rows of a second set of communicators without statistics.
 void symmetric(int n, const Options& o, bool ordered, double emptyGraphUs, double emptyEagerUs,
                uint32_t samplePeriod = 0, bool copying = false, bool again = false) {
   const bool withStats = samplePeriod != 0;

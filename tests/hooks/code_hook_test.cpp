@@ -127,7 +127,7 @@ class CodeHooks : public ::testing::Test {
   symmem::CodeHookOptions options_;
 };
 
-// The forward pointers, kept as the plugin keeps NCCL's (plugin/nccl_real.h): each starts on its
+// The forward pointers, kept as the plugin keeps NCCL's (plugin/nccl/nccl_real.h): each starts on its
 // function and follows every retarget from where it is; every trampoline handed over is remembered.
 std::vector<void*> gTrampolinesSeen;
 void recordRetarget(void* from, void* to) {

@@ -18,7 +18,7 @@
 
 #include "core/call_stats_segment.h"
 #include "core/log.h"
-#include "plugin/call_stats.h"
+#include "plugin/stats/call_stats.h"
 #include "tests/unit/crafted_stats_file.h"
 #include "tests/unit/forked_check.h"
 #include "tests/unit/temp_file.h"

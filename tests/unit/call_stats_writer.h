@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// A writer of statistics slots for the tests, following the plugin's protocol (plugin/call_stats.h):
+// A writer of statistics slots for the tests, following the plugin's protocol (plugin/stats/call_stats.h):
 // a slot is claimed under an odd `seq` (identity written, counters zeroed), published with an even
 // one; counters grow by a relaxed load and store of one word; the GPU's entries are two 16-byte stores
 // (count and sum, then min and max), as kernels/kernel_clock.cuh writes them.

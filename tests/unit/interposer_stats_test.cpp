@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// What the interposer counts (plugin/call_stats.h): every all-reduce by route, reason and size
+// What the interposer counts (plugin/stats/call_stats.h): every all-reduce by route, reason and size
 // bucket, eager or captured, on its communicator's slot of the statistics file; the summary line at
 // destroy and at exit; the file as another process reads it. Stand-in NCCL and kernels, no GPU.
 #include <gtest/gtest.h>

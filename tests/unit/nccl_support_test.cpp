@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // What each NCCL release gets: the tuner interface NCCL loads, and whether it names the communicator.
-#include "plugin/nccl_support.h"
+#include "plugin/nccl/nccl_support.h"
 
 #include <gtest/gtest.h>
 

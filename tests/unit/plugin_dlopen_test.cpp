@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "plugin/tuner_abi.h"
+#include "plugin/nccl/tuner_abi.h"
 #include "tests/unit/forked_check.h"
 #include "tests/unit/nccl_cost_table.h"
 #include "tests/unit/temp_file.h"

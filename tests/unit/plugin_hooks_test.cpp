@@ -26,7 +26,7 @@
 #include <utility>
 #include <vector>
 
-#include "plugin/tuner_abi.h"
+#include "plugin/nccl/tuner_abi.h"
 #include "tests/hook_fixture/stand_in_record.h"
 #include "tests/unit/forked_check.h"
 #include "tests/unit/hook_fixture.h"

@@ -15,7 +15,7 @@
 #include <map>
 #include <string>
 
-#include "plugin/tuner_abi.h"
+#include "plugin/nccl/tuner_abi.h"
 #include "tests/unit/hook_fixture.h"
 #include "tests/unit/temp_file.h"
 

@@ -24,7 +24,7 @@
 #include <functional>
 #include <string>
 
-#include "plugin/tuner_abi.h"
+#include "plugin/nccl/tuner_abi.h"
 #include "symmem/fake_nvml_path.h"
 #include "tests/unit/forked_check.h"
 

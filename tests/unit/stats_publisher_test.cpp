@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The thread that copies the kernels' counts into the statistics file (plugin/stats_publisher.h): it
+// The thread that copies the kernels' counts into the statistics file (plugin/stats/stats_publisher.h): it
 // publishes every period, never after a registration has ended (and that end waits for a publication
 // in progress), stops for good, keeps signals off its thread, and is forgotten in a forked child.
-#include "plugin/stats_publisher.h"
+#include "plugin/stats/stats_publisher.h"
 
 #include <gtest/gtest.h>
 #include <pthread.h>

@@ -7,11 +7,11 @@
 
 #include <string>
 
-#include "plugin/nccl_real.h"
+#include "plugin/nccl/nccl_real.h"
 
 namespace symmem {
 
-// The plugin's table of NCCL functions (plugin/nccl_real.h), resolved by their ncclX names from a
+// The plugin's table of NCCL functions (plugin/nccl/nccl_real.h), resolved by their ncclX names from a
 // library the tool opened itself.
 struct NcclLibrary : RealNccl {
   void* handle = nullptr;  // dlopen's; null when the library did not load

@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <string>
 
-#include "plugin/tuner_abi.h"
+#include "plugin/nccl/tuner_abi.h"
 
 namespace symmem {
 

@@ -26,7 +26,7 @@
 #include "core/settings.h"
 #include "core/symmetric_limits.h"
 #include "core/table_file.h"
-#include "plugin/nccl_support.h"
+#include "plugin/nccl/nccl_support.h"
 #include "plugin/process.h"
 #include "plugin/process_context.h"
 #include "plugin/table_in_force.h"

@@ -15,7 +15,7 @@
 #include <tuple>
 
 #include "kernels/symmetric_comm.h"
-#include "plugin/record_gather.h"
+#include "plugin/nccl/record_gather.h"
 #include "tools/common/checked_data.h"
 #include "tools/common/graph_timing.h"
 #include "tools/tune/summary.h"

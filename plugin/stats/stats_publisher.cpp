@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "plugin/stats_publisher.h"
+#include "plugin/stats/stats_publisher.h"
 
 #include <pthread.h>
 #include <signal.h>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "plugin/call_stats.h"
+#include "plugin/stats/call_stats.h"
 
 #include <sys/mman.h>
 #include <time.h>

@@ -24,7 +24,7 @@
 
 #include "core/call_stats_layout.h"
 #include "core/call_stats_segment.h"
-#include "plugin/stats_publisher.h"
+#include "plugin/stats/stats_publisher.h"
 
 namespace symmem {
 

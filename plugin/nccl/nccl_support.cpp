@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "plugin/nccl_support.h"
+#include "plugin/nccl/nccl_support.h"
 
 namespace symmem {
 
