@@ -51,7 +51,7 @@ MAY_INCLUDE.update({room: uses | {room} for room, uses in ROOMS.items()})
 # Until every file of plugin/ is in a room, the rooms above the patcher may use those not yet moved.
 for room in ("plugin/interpose", "plugin/tuner", "plugin/entry"):
     MAY_INCLUDE[room] |= {"plugin"}
-BELOW_TOOLS = {"core", "topology", "kernels", "plugin", "plugin/nccl", "plugin/process", "symmem"}
+BELOW_TOOLS = {"core", "topology", "kernels", "plugin/nccl", "plugin/process", "symmem"}
 TOOLS_COMMON = "tools/common"
 TOP = ["core", "topology", "kernels", "plugin", "tools"]
 PROJECT = set(TOP) | {"symmem"}

@@ -62,7 +62,7 @@ class Settings {
   using EnvLookup = std::function<const char*(const char*)>;
 
   // Reads every setting through `env`; each bad value adds one message to `problems`. The plugin's
-  // process state (plugin/process.h) is the one place that passes the environment in.
+  // process state (plugin/process/process.h) is the one place that passes the environment in.
   static Settings load(const EnvLookup& env, std::vector<std::string>* problems);
 
   bool flag(SettingId id) const { return values_[idx(id)].text == "1"; }

@@ -42,7 +42,7 @@ void setUnseenParentsCountedFromTheirStart(bool counted);
 // At ncclCommDestroy / ncclCommAbort: the address may be reused by another communicator. Never throws.
 void forgetComm(const void* comm) noexcept;
 
-// The names' lock, for the fork handlers alone (plugin/process.cpp): held by the forking thread across
+// The names' lock, for the fork handlers alone (plugin/process/process.cpp): held by the forking thread across
 // fork, so that a child never inherits it held mid-change.
 std::mutex& commNamesMutex();
 void resetCommNamesForTests();

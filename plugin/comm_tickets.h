@@ -56,7 +56,7 @@ std::shared_ptr<CommTicket> ticketFor(const void* comm, int copy = 0);
 // 1,082,968-byte struct.
 inline constexpr size_t kMaxContextSlotDistance = 8u << 20;
 
-// The tickets' lock, for the fork handlers alone (plugin/process.cpp): held by the forking thread across
+// The tickets' lock, for the fork handlers alone (plugin/process/process.cpp): held by the forking thread across
 // fork, so that a child never inherits it held mid-change.
 std::mutex& commTicketsMutex();
 // Forgets the learned distances and every ticket (tests).

@@ -42,7 +42,7 @@ class CreationUnderWay {
 // communicator's, claimed once; none, with `*whyNot`, where none or several fit.
 std::optional<CommName> claimCreationForTunerInit(const void* contextSlot, size_t nRanks, std::string* whyNot);
 
-// The records' lock, for the fork handlers alone (plugin/process.cpp): held by the forking thread across
+// The records' lock, for the fork handlers alone (plugin/process/process.cpp): held by the forking thread across
 // fork, so that a child never inherits it held mid-change.
 std::mutex& creationCallsMutex();
 // Forgets every record and the measured distance (tests).

@@ -23,7 +23,7 @@
 #include "core/log.h"
 #include "kernels/symmetric_comm.h"
 #include "plugin/nccl/nccl_real.h"
-#include "plugin/process_context.h"
+#include "plugin/process/process_context.h"
 #include "plugin/stats/call_stats.h"
 
 namespace symmem {
@@ -162,7 +162,7 @@ class Interposer {
   void statsAfterFork() {
     if (stats_) stats_->detachInForkedChild();
   }
-  // Around fork (pthread_atfork, plugin/process.cpp): a child must not inherit the communicator table's
+  // Around fork (pthread_atfork, plugin/process/process.cpp): a child must not inherit the communicator table's
   // lock held by a thread it does not have. The process takes the statistics' locks after every
   // interposer's (the order every path takes them).
   void lockForFork() { mutex_.lock(); }

@@ -5,7 +5,7 @@
 // process can hold more: a ctypes client pointed at another libnccl (VLLM_NCCL_SO_PATH,
 // SGLANG_NCCL_SO_PATH) while PyTorch keeps its own. Every copy that loads the plugin as its tuner is
 // served, each with its own table of real entry points, so that a communicator only ever meets the
-// functions of the NCCL that made it (plugin/process.h gives each copy its own interposer).
+// functions of the NCCL that made it (plugin/process/process.h gives each copy its own interposer).
 //
 // A copy is known by the pncclAllReduce it defines: the address dlsym gives, which a code hook on that
 // function does not change. Copies are added, never removed (a libnccl once loaded stays loaded: the

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "plugin/process_context.h"
+#include "plugin/process/process_context.h"
 
 namespace symmem {
 

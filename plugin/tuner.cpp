@@ -13,7 +13,8 @@
 #include "plugin/comm_tickets.h"
 #include "plugin/creation_calls.h"
 #include "plugin/legacy_comm_hash.h"
-#include "plugin/process.h"
+#include "plugin/process/process.h"
+#include "plugin/served_copies.h"
 #include "plugin/setup_vote.h"
 #include "symmem/version.h"
 
@@ -210,11 +211,11 @@ std::string describeEntry(const Thresholds* e) {
 // The NCCL copy that handed over `log` (plugin/nccl_copies.h); -1 where it cannot be told.
 int loadingCopy(abi::Logger log) {
   std::string why;
-  const std::optional<int> copy = Process::get().ncclCopies().copyThatLoaded(log, &why);
+  const std::optional<int> copy = ServedCopies::get().ncclCopies().copyThatLoaded(log, &why);
   return copy ? *copy : -1;
 }
 // That copy's version; 0 where it cannot be told.
-int ncclVersionOf(int copy) { return copy >= 0 ? Process::get().ncclCopies().versionCode(copy) : 0; }
+int ncclVersionOf(int copy) { return copy >= 0 ? ServedCopies::get().ncclCopies().versionCode(copy) : 0; }
 }  // namespace
 
 abi::Result init(void** ctx, uint64_t commId, size_t nRanks, size_t nNodes, abi::Logger log,

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "plugin/nccl/tuner_abi.h"
-#include "plugin/process_context.h"
+#include "plugin/process/process_context.h"
 #include "plugin/rendezvous.h"
 
 namespace symmem {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The topology of the node this process runs on (the plugin learns it once per process, in
-// plugin/process.h).
+// plugin/process/process.h).
 //
 // Order of sources: SYMMEM_TOPO_FILE when set (like NCCL_TOPO_FILE: for machines whose driver
 // reports something unhelpful, and for planning), otherwise NVML for GPUs, paths, NVLinks and P2P,

@@ -20,7 +20,7 @@
 #include "plugin/creation_calls.h"
 #include "plugin/interposer.h"
 #include "plugin/nccl/nccl_real.h"
-#include "plugin/process.h"
+#include "plugin/served_copies.h"
 
 namespace symmem::entry {
 
@@ -55,7 +55,7 @@ ncclResult_t guarded(std::once_flag& said, const char* name, int copy, Ours&& ou
       return ncclInternalError;
     }
     std::call_once(said, [&] { SYMMEM_WARN("%s: internal error (%s); the call goes to NCCL", name, what); });
-    return nccls(Process::get().nccl(copy));
+    return nccls(ServedCopies::get().nccl(copy));
   } catch (...) {
     return ncclInternalError;
   }
@@ -86,8 +86,8 @@ uint64_t splitChildIdentity(ncclComm_t comm, int color, int copy);
 
 template <int K>
 struct Entries {
-  static Interposer& interposer() { return Process::get().interposer(K); }
-  static RealNccl& nccl() { return Process::get().nccl(K); }
+  static Interposer& interposer() { return ServedCopies::get().interposer(K); }
+  static RealNccl& nccl() { return ServedCopies::get().nccl(K); }
 
   static ncclResult_t allReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                 ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {

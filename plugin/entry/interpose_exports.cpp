@@ -31,13 +31,15 @@
 #include "plugin/interposer.h"
 #include "plugin/nccl/nccl_real.h"
 #include "plugin/nccl_copies.h"
-#include "plugin/process.h"
+#include "plugin/process/process.h"
+#include "plugin/served_copies.h"
 #include "plugin/tuner.h"
 #include "symmem/version.h"
 
 #define SYMMEM_EXPORT extern "C" __attribute__((visibility("default")))
 
 using symmem::Process;
+using symmem::ServedCopies;
 using symmem::entry::Entries;
 
 // Copy 0's entry points (plugin/entry/copy_entries.h): the libnccl.so.2 this object is linked against.
@@ -121,7 +123,7 @@ std::string ownerName() {
 // Called while other threads are parked: atomic stores only. Every copy's table is offered the change:
 // a function's address is its own copy's alone.
 void retargetForwarding(void* from, void* to) {
-  symmem::NcclCopies& copies = Process::get().ncclCopies();
+  symmem::NcclCopies& copies = ServedCopies::get().ncclCopies();
   for (int i = 0; i < copies.count(); ++i) symmem::forwardThrough(copies.at(i), from, to);
 }
 
@@ -148,7 +150,7 @@ enum class HookOutcome { Hooked, Refused, AnotherCopyHooked };
 // Code hooks on libnccl's own functions, required and optional ones in one round: every caller
 // reaches the plugin, whatever pointer it holds.
 HookOutcome hookEntryPoints(int copy, const symmem::Settings& settings) {
-  const symmem::RealNccl& real = Process::get().nccl(copy);
+  const symmem::RealNccl& real = ServedCopies::get().nccl(copy);
   const std::vector<EntryPoint> required = entryPoints(real, copy);
   const std::vector<EntryPoint> optional = optionalEntryPoints(real, copy);
   // Copy 0 is "libnccl"; another copy is named with its path (plugin/nccl_copies.h).
@@ -226,7 +228,7 @@ void rebindEntryPoints(const std::vector<EntryPoint>& points) {
 // references bound by the soname libnccl.so.2 lead to it (the first libnccl.so.2 loaded), and a
 // second copy is reached by its path, through dlsym, which never reads a GOT.
 void rebindAll() {
-  const symmem::RealNccl& real = Process::get().nccl(0);
+  const symmem::RealNccl& real = ServedCopies::get().nccl(0);
   std::vector<EntryPoint> all = entryPoints(real, 0);
   const std::vector<EntryPoint> optional = optionalEntryPoints(real, 0);
   all.insert(all.end(), optional.begin(), optional.end());
@@ -281,7 +283,7 @@ struct CopyAttach {
 // The part done once per process, the first time NCCL loads the plugin: pinned, and the reasons the
 // process as a whole cannot attach. "" when it can.
 std::string attachProcessOnce() {
-  if (!Process::get().nccl(0).usable()) {
+  if (!ServedCopies::get().nccl(0).usable()) {
     SYMMEM_WARN("attach skipped: the NCCL functions to forward to could not be found");
     return "the NCCL functions to forward to could not be found";
   }
@@ -343,7 +345,7 @@ bool attachOnce(symmem::abi::Logger logger, std::string* whyNot) {
   }
   if (!processRefusal.empty()) return no(processRefusal);
   std::string why;
-  const std::optional<int> copy = Process::get().ncclCopies().copyThatLoaded(logger, &why);
+  const std::optional<int> copy = ServedCopies::get().ncclCopies().copyThatLoaded(logger, &why);
   if (!copy) {
     SYMMEM_WARN_ONCE("attach:" + why, "attach skipped: %s; all-reduces stay on NCCL", why.c_str());
     return no(why);
@@ -395,6 +397,11 @@ const bool kHookRegistered = [] {
 
 // As the shared object is unloaded (NCCL's dlclose of an unpinned tuner, or the process's exit): the
 // process state goes with it unless something outside can still reach it.
-__attribute__((destructor)) void releaseProcessState() { Process::releaseIfUnused(); }
+// The NCCL copies served go first (never while an interposer lives on them), then the process's facts.
+__attribute__((destructor)) void releaseProcessState() {
+  const bool tunerContexts = symmem::tuner::liveContexts() != 0;
+  if (!symmem::ServedCopies::releaseIfUnused(tunerContexts || Process::reachable())) return;
+  Process::releaseIfUnused(tunerContexts);
+}
 
 }  // namespace

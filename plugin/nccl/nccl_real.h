@@ -84,7 +84,7 @@ enum class NcclNames {
 RealNccl resolveNccl(void* handle, NcclNames names);
 
 // Resolves the functions from the libnccl.so.2 already loaded in the process; `usable()` false when
-// none is. The plugin does this once (plugin/process.h).
+// none is. The plugin does this once (plugin/process/process.h).
 RealNccl loadRealNccl();
 
 // After libnccl's code at `function` is hooked, calls to it lead back to the plugin: every member of

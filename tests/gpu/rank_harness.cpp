@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/settings.h"
-#include "plugin/process.h"
+#include "plugin/process/process.h"
 #include "tools/common/rank_rendezvous.h"
 
 namespace symmem::testing {

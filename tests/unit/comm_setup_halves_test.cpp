@@ -9,7 +9,7 @@
 
 #include "core/settings.h"
 #include "plugin/comm_setup.h"
-#include "plugin/process_context.h"
+#include "plugin/process/process_context.h"
 #include "plugin/setup_vote.h"
 
 namespace symmem {

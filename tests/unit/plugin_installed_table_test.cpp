@@ -17,7 +17,7 @@
 #include "core/machine_fingerprint.h"
 #include "core/table_file.h"
 #include "plugin/nccl/tuner_abi.h"
-#include "plugin/table_in_force.h"
+#include "plugin/process/table_in_force.h"
 #include "tests/unit/forked_check.h"
 #include "tests/unit/temp_file.h"
 #include "topology/fingerprint.h"

@@ -7,7 +7,7 @@
 #include <tuple>
 
 #include "core/log.h"
-#include "plugin/process.h"
+#include "plugin/process/process.h"
 #include "topology/classify.h"
 #include "topology/discover.h"
 #include "topology/node_facts.h"

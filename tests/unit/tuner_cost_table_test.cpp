@@ -219,7 +219,7 @@ TEST(TunerCostTable, ATunedRingLlBandFromTheTableFileReachesNcclsCostTable) {
             std::string::npos)
       << text;
 
-  // As plugin/process.h builds it: the built-in table with the file applied, default settings.
+  // As plugin/process/process.h builds it: the built-in table with the file applied, default settings.
   const TableFileResult file = parseTableText(text, "turin.txt");
   ASSERT_TRUE(file.ok()) << file.error;
   DecisionTable table = DecisionTable::builtIn();

@@ -24,7 +24,7 @@
 #include "kernels/latency_probe.h"
 #include "kernels/symmetric_comm.h"
 #include "plugin/nccl/record_gather.h"
-#include "plugin/process.h"
+#include "plugin/process/process.h"
 #include "tools/bench/options.h"
 #include "tools/bench/paths.h"
 #include "tools/common/checked_data.h"

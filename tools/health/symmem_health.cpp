@@ -13,7 +13,7 @@
 
 #include "core/bounded_file.h"
 #include "core/printable_text.h"
-#include "plugin/process.h"
+#include "plugin/process/process.h"
 #include "tools/common/duration_text.h"
 #include "tools/common/output_file.h"
 #include "tools/common/rank_rendezvous.h"

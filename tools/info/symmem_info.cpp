@@ -27,9 +27,9 @@
 #include "core/symmetric_limits.h"
 #include "core/table_file.h"
 #include "plugin/nccl/nccl_support.h"
-#include "plugin/process.h"
-#include "plugin/process_context.h"
-#include "plugin/table_in_force.h"
+#include "plugin/process/process.h"
+#include "plugin/process/process_context.h"
+#include "plugin/process/table_in_force.h"
 #include "symmem/version.h"
 #include "tools/common/nccl_library.h"
 #include "tools/common/sample_topologies.h"
@@ -277,7 +277,7 @@ void printDecisions(const DecisionTable& table, const CommFacts& baseFacts, cons
 
 // The table in use: --table FILE over the built-in one (a bad file is an error here: the user named
 // it), else the one the plugin chooses for `machine` (SYMMEM_TABLE, a table installed for it, or
-// the built-in one; plugin/table_in_force.h), said in `why`.
+// the built-in one; plugin/process/table_in_force.h), said in `why`.
 bool tableInUse(const Options& opt, const Topology& machine, DecisionTable& table, std::string* why = nullptr) {
   if (opt.tableFile.empty()) {
     const TableInForce inForce = tableInForce(Process::get().settings(), machine, thisDriverMajor());
@@ -426,7 +426,7 @@ int main(int argc, char** argv) {
   CommFacts facts;
   facts.nNodes = 1;
   facts.nRanks = opt.ranks.value_or(machine.gpuCount);
-  // The capability as the tuner takes it (plugin/process_context.cpp): SYMMEM_CC over the detected one;
+  // The capability as the tuner takes it (plugin/process/process_context.cpp): SYMMEM_CC over the detected one;
   // --cc over both.
   const char* ccSource = "";
   facts.cc = machine.cc;

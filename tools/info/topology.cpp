@@ -4,8 +4,8 @@
 #include <sstream>
 #include <vector>
 
-#include "plugin/process.h"
-#include "plugin/process_context.h"
+#include "plugin/process/process.h"
+#include "plugin/process/process_context.h"
 #include "symmem/default_topology.h"
 #include "topology/classify.h"
 #include "topology/describe.h"

@@ -46,8 +46,8 @@ struct TunePlan {
   int steps(int rounds) const;
 };
 
-// `topology` is the node as the plugin sees it (plugin/process.h). Checks, in order: GPUs present, --gpus valid,
-// at least two GPUs, one capability, P2P between every chosen pair, world sizes, link classes known. A world
+// `topology` is the node as the plugin sees it (plugin/process/process.h). Checks, in order: GPUs present, --gpus
+// valid, at least two GPUs, one capability, P2P between every chosen pair, world sizes, link classes known. A world
 // whose ranks have no halves (rankHalves) drops the halves paths, with one warning line saying why.
 TunePlan planTuning(const Topology& topology, const TuneOptions& options);
 

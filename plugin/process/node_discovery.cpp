@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "plugin/node_discovery.h"
+#include "plugin/process/node_discovery.h"
 
 namespace symmem {
 

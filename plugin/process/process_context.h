@@ -2,7 +2,7 @@
 #pragma once
 // What a process works out once and every communicator then shares, as plain values passed down to
 // the tuner, the interposer and the setup: the policy from settings, the node's GPUs and links, the
-// decision table. Built by the one owner of process state (plugin/process.h); tests build their own.
+// decision table. Built by the one owner of process state (plugin/process/process.h); tests build their own.
 #include <cstdint>
 #include <string>
 
@@ -59,7 +59,7 @@ Policy policyFrom(const Settings& settings);
 // The node-wide summary of `topology`, with SYMMEM_CC from `settings` applied on top.
 NodeSummary summarizeNode(const Topology& topology, const Settings& settings);
 
-// The process's context (plugin/process.h builds it once).
+// The process's context (plugin/process/process.h builds it once).
 const ProcessContext& processContext();
 
 }  // namespace symmem

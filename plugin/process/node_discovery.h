@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The bridge from the topology module to the node-wide facts the tuner and tools use.
-#include "plugin/process_context.h"
+#include "plugin/process/process_context.h"
 #include "topology/node_facts.h"
 
 namespace symmem {

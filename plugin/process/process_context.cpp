@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "plugin/process_context.h"
+#include "plugin/process/process_context.h"
 
-#include "plugin/node_discovery.h"
-#include "plugin/process.h"
+#include "plugin/process/node_discovery.h"
+#include "plugin/process/process.h"
 #include "topology/node_facts.h"
 
 namespace symmem {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "plugin/table_in_force.h"
+#include "plugin/process/table_in_force.h"
 
 #include "core/bounded_file.h"
 #include "core/installed_table.h"
