@@ -3,7 +3,7 @@
 """Fails (exit 1) when a source file includes a header of a folder its library does not depend on.
 
 The layers, linked one way:  core <- topology, kernels <- plugin <- tools.  core also uses neither CUDA
-nor NCCL. plugin/ is rooms, each a library of one job (docs/architecture.md, "Rooms"):
+nor NCCL. plugin/ is rooms, each a library of one job (docs/architecture.md, "The floors"):
 
     plugin/hooks      the code patcher: code hooks, GOT rebinding, the pin, the attach policy; it
                       includes nothing else of the project and no CUDA, NCCL, NVML or hwloc header
@@ -14,8 +14,8 @@ nor NCCL. plugin/ is rooms, each a library of one job (docs/architecture.md, "Ro
     plugin/tuner      the tuner
     plugin/entry      the exported symbols alone
 
-A room includes only the rooms listed for it below. A file directly in plugin/ belongs to no room
-and may include any of them (files not yet moved into a room). Inside tools/ every folder is one
+A room includes only the rooms listed for it below; a source directly in plugin/ belongs to no room
+and is refused. Inside tools/ every folder is one
 tool's library (info, bench, tune, health, report, stat, and any tool added later) except tools/common/,
 the parts two or more tools share: a tool uses common/, the layers below and of plugin/ only what a
 tool needs without the patcher (plugin/nccl, plugin/process), never another tool; common/ uses no tool.
@@ -44,13 +44,8 @@ MAY_INCLUDE = {
     "core": {"core"},
     "topology": {"core", "topology"},
     "kernels": {"core", "kernels"},
-    # files of plugin/ not yet in a room
-    "plugin": {"core", "topology", "kernels", "plugin", "symmem"} | set(ROOMS),
 }
 MAY_INCLUDE.update({room: uses | {room} for room, uses in ROOMS.items()})
-# Until every file of plugin/ is in a room, the rooms above the patcher may use those not yet moved.
-for room in ("plugin/interpose", "plugin/tuner", "plugin/entry"):
-    MAY_INCLUDE[room] |= {"plugin"}
 BELOW_TOOLS = {"core", "topology", "kernels", "plugin/nccl", "plugin/process", "symmem"}
 TOOLS_COMMON = "tools/common"
 TOP = ["core", "topology", "kernels", "plugin", "tools"]
@@ -93,6 +88,8 @@ def file_problem(rel, unit):
     """Why a file is in no library that may be built, or None."""
     if unit == "tools":
         return f"{rel}: a tool's file goes in tools/<tool>/, or in tools/common/ when two or more tools use it"
+    if unit == "plugin":
+        return f"{rel}: a source of the plugin goes in one of its rooms (rooms: {', '.join(sorted(ROOMS))})"
     if unit.startswith("plugin/") and unit not in ROOMS:
         return f"{rel}: {unit}/ is no room of the plugin (rooms: {', '.join(sorted(ROOMS))})"
     return None

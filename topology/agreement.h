@@ -79,7 +79,7 @@ struct CommunicatorTopology {
 
 // How ranks that share one GPU are judged. Refused in production: two ranks on one device would time-slice
 // it. Allowed only in the testing mode SYMMEM_TEST_SHARED_GPU=1, once every rank has voted for it
-// (plugin/setup_vote.h): such a pair then counts as the node's best link, so that one GPU can run the
+// (plugin/interpose/setup_vote.h): such a pair then counts as the node's best link, so that one GPU can run the
 // symmetric path at 2-8 ranks as separate processes.
 enum class SharedGpu { Refuse, AllowForTesting };
 

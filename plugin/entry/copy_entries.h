@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// The plugin's entry points, one set per NCCL copy it serves (plugin/nccl_copies.h): the code hooks on
+// The plugin's entry points, one set per NCCL copy it serves (plugin/interpose/nccl_copies.h): the code hooks on
 // copy K's libnccl lead to Entries<K>, which hands each call to copy K's interposer, and anything it
 // does not take to copy K's own functions. Copy 0's set is also what the exported ncclX symbols run
 // (interpose_exports.cpp). Included by that one file.
@@ -15,12 +15,12 @@
 
 #include "core/comm_identity.h"
 #include "core/log.h"
-#include "plugin/comm_names.h"
-#include "plugin/comm_tickets.h"
-#include "plugin/creation_calls.h"
-#include "plugin/interposer.h"
+#include "plugin/interpose/comm_names.h"
+#include "plugin/interpose/comm_tickets.h"
+#include "plugin/interpose/creation_calls.h"
+#include "plugin/interpose/interposer.h"
+#include "plugin/interpose/served_copies.h"
 #include "plugin/nccl/nccl_real.h"
-#include "plugin/served_copies.h"
 
 namespace symmem::entry {
 
@@ -74,10 +74,10 @@ ncclResult_t callOrInvalid(F f, Args... args) {
   return f ? f(args...) : ncclInvalidUsage;
 }
 
-// Naming the communicators the creation calls make (plugin/comm_names.h) never fails the call: its
+// Naming the communicators the creation calls make (plugin/interpose/comm_names.h) never fails the call: its
 // own failure only leaves the communicator unnamed (found by its context slot, as before).
 void nameCreated(ncclResult_t r, const ncclComm_t* newcomm, uint64_t identity, NamedBy by) noexcept;
-// The caller's handle variable, as the creation record reads it (plugin/creation_calls.h).
+// The caller's handle variable, as the creation record reads it (plugin/interpose/creation_calls.h).
 inline const void* const* handleOf(const ncclComm_t* newcomm) { return reinterpret_cast<const void* const*>(newcomm); }
 // The parent's name: from its own creation call, else the id NCCL copy `copy` gave its tuner (tuner v5).
 uint64_t parentIdentity(ncclComm_t parent, int copy);
@@ -132,8 +132,8 @@ struct Entries {
   }
 
   // The calls that make communicators: each goes to NCCL unchanged, and the communicator it made is
-  // named from its arguments (plugin/comm_names.h), on the record of the call under way the tuner's
-  // init claims where NCCL gives it no id (plugin/creation_calls.h). Reached only through the code
+  // named from its arguments (plugin/interpose/comm_names.h), on the record of the call under way the tuner's
+  // init claims where NCCL gives it no id (plugin/interpose/creation_calls.h). Reached only through the code
   // hooks and GOT rebinding, never exported.
   static ncclResult_t commInitRank(ncclComm_t* newcomm, int nranks, ncclUniqueId id, int rank) {
     const uint64_t identity = commIdentityFromUniqueId(&id);

@@ -21,19 +21,19 @@
 #include "core/comm_identity.h"
 #include "core/log.h"
 #include "core/settings.h"
-#include "plugin/comm_names.h"
-#include "plugin/comm_tickets.h"
-#include "plugin/creation_calls.h"
 #include "plugin/entry/copy_entries.h"
 #include "plugin/hooks/attach.h"
 #include "plugin/hooks/code_hook.h"
 #include "plugin/hooks/self_pin.h"
-#include "plugin/interposer.h"
+#include "plugin/interpose/comm_names.h"
+#include "plugin/interpose/comm_tickets.h"
+#include "plugin/interpose/creation_calls.h"
+#include "plugin/interpose/interposer.h"
+#include "plugin/interpose/nccl_copies.h"
+#include "plugin/interpose/served_copies.h"
 #include "plugin/nccl/nccl_real.h"
-#include "plugin/nccl_copies.h"
 #include "plugin/process/process.h"
-#include "plugin/served_copies.h"
-#include "plugin/tuner.h"
+#include "plugin/tuner/tuner.h"
 #include "symmem/version.h"
 
 #define SYMMEM_EXPORT extern "C" __attribute__((visibility("default")))
@@ -101,7 +101,7 @@ std::vector<EntryPoint> optionalEntryPoints(const symmem::RealNccl& real, int co
   const symmem::entry::EntrySet& ours = symmem::entry::entrySet(copy);
   std::vector<EntryPoint> points = {{"ncclCommGetAsyncError", ours.commGetAsyncError, fn(real.commGetAsyncError)}};
   if (real.allReduceConfig) points.push_back({"ncclAllReduceConfig", ours.allReduceConfig, fn(real.allReduceConfig)});
-  // The creation calls (plugin/comm_names.h): without them a communicator is found by its context slot.
+  // The creation calls (plugin/interpose/comm_names.h): without them a communicator is found by its context slot.
   if (real.commInitRank) points.push_back({"ncclCommInitRank", ours.commInitRank, fn(real.commInitRank)});
   if (real.commInitRankConfig)
     points.push_back({"ncclCommInitRankConfig", ours.commInitRankConfig, fn(real.commInitRankConfig)});
@@ -153,7 +153,7 @@ HookOutcome hookEntryPoints(int copy, const symmem::Settings& settings) {
   const symmem::RealNccl& real = ServedCopies::get().nccl(copy);
   const std::vector<EntryPoint> required = entryPoints(real, copy);
   const std::vector<EntryPoint> optional = optionalEntryPoints(real, copy);
-  // Copy 0 is "libnccl"; another copy is named with its path (plugin/nccl_copies.h).
+  // Copy 0 is "libnccl"; another copy is named with its path (plugin/interpose/nccl_copies.h).
   const std::string whose =
       copy == 0 ? std::string("libnccl") : "NCCL copy " + std::to_string(copy) + " (" + real.library + ")";
   const std::string points = copy == 0 ? std::string("libnccl entry points") : "entry points of " + whose;
@@ -308,10 +308,10 @@ std::string attachProcessOnce() {
 
 // At every tuner init: NCCL loaded us only as its tuner, so the application's calls still lead to
 // libnccl. Hook the entry points of the NCCL copy that loaded the plugin (`logger` is that copy's:
-// plugin/nccl_copies.h), or, failing that, rebind GOT slots, so that the environment variable alone
+// plugin/interpose/nccl_copies.h), or, failing that, rebind GOT slots, so that the environment variable alone
 // is enough. Returns whether every all-reduce of that copy now reaches the plugin (only code hooks
 // promise that: a ctypes caller never passes through a GOT), and if not, why: the tuner declares it to
-// the communicator's peers (plugin/rendezvous.h), so that a rank left unhooked keeps every rank on
+// the communicator's peers (plugin/interpose/rendezvous.h), so that a rank left unhooked keeps every rank on
 // NCCL instead of hanging them. A refused install (threads that would not park in time) is tried again
 // at the next communicators of that copy, a few times, before the process gives up on it.
 bool attachOnce(symmem::abi::Logger logger, std::string* whyNot) {

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// The tuner objects NCCL looks up by name. One implementation (plugin/tuner.cpp, v5 shape);
+// The tuner objects NCCL looks up by name. One implementation (plugin/tuner/tuner.cpp, v5 shape);
 // every other version is a thin adapter. NCCL takes the first symbol it finds, newest first:
 // 2.32.6+ tries v7, then v6 ... v2; 2.30 - 2.32.5 start at v6; 2.28 - 2.29 at v5; older ones
 // try v4, v3, v2 in turn. One binary serves NCCL 2.21 onwards.
-#include "plugin/tuner.h"
+#include "plugin/tuner/tuner.h"
 
 namespace {
 

@@ -8,7 +8,7 @@
 
 namespace symmem {
 
-// The most NCCL copies one process can have served at once (plugin/nccl_copies.h).
+// The most NCCL copies one process can have served at once (plugin/interpose/nccl_copies.h).
 constexpr int kMaxNcclCopies = 4;
 
 struct RealNccl {
@@ -22,7 +22,7 @@ struct RealNccl {
   ncclResult_t (*groupStart)() = nullptr;
   ncclResult_t (*groupEnd)() = nullptr;
   ncclResult_t (*groupSimulateEnd)(ncclSimInfo_t*) = nullptr;  // NCCL 2.22+
-  // NCCL 2.31+: ncclAllReduce with a trailing `const ncclCollConfig_t*` (plugin/coll_config.h).
+  // NCCL 2.31+: ncclAllReduce with a trailing `const ncclCollConfig_t*` (plugin/interpose/coll_config.h).
   ncclResult_t (*allReduceConfig)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t,
                                   const void*) = nullptr;
   ncclResult_t (*commCount)(const ncclComm_t, int*) = nullptr;
@@ -33,7 +33,7 @@ struct RealNccl {
   ncclResult_t (*getVersion)(int*) = nullptr;
   ncclResult_t (*getUniqueId)(ncclUniqueId*) = nullptr;
   ncclResult_t (*commInitRank)(ncclComm_t*, int, ncclUniqueId, int) = nullptr;
-  // The other creation calls, for the code hooks that name communicators (plugin/comm_names.h).
+  // The other creation calls, for the code hooks that name communicators (plugin/interpose/comm_names.h).
   ncclResult_t (*commInitRankConfig)(ncclComm_t*, int, ncclUniqueId, int, ncclConfig_t*) = nullptr;
   ncclResult_t (*commInitRankScalable)(ncclComm_t*, int, int, int, ncclUniqueId*, ncclConfig_t*) = nullptr;  // 2.23+
   ncclResult_t (*commSplit)(ncclComm_t, int, int, ncclComm_t*, ncclConfig_t*) = nullptr;

@@ -6,7 +6,7 @@
 // point was called), it is never destroyed: NCCL calls can arrive from other threads and atexit handlers
 // until the process ends. Otherwise it goes when the shared object is unloaded (releaseIfUnused), so
 // NCCL's load/unload of its tuner per communicator leaks nothing. The NCCL copies served and their
-// interposers are owned by plugin/served_copies.h, on top of this.
+// interposers are owned by plugin/interpose/served_copies.h, on top of this.
 #include <atomic>
 
 #include "core/decision_table.h"

@@ -6,7 +6,7 @@
 
 #include "core/decision_table.h"
 #include "plugin/stats/call_stats.h"
-#include "plugin/tuner.h"
+#include "plugin/tuner/tuner.h"
 
 namespace symmem {
 namespace {
@@ -98,7 +98,7 @@ BENCHMARK(BM_GetCollInfoInactive);
 
 // Host cost of the interposed ncclAllReduce when the call falls back to NCCL (target: under 0.2 us).
 // The stand-in NCCL does nothing, so what is measured is the interposer alone.
-#include "plugin/interposer.h"
+#include "plugin/interpose/interposer.h"
 
 namespace symmem {
 namespace {

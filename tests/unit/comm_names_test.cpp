@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // A communicator named by its creation call is found by the id NCCL gave its tuner, wherever its
 // context slot lies; by the slot only where the names do not tell (none, or several with its id).
-#include "plugin/comm_names.h"
+#include "plugin/interpose/comm_names.h"
 
 #include <gtest/gtest.h>
 
 #include <memory>
 #include <vector>
 
-#include "plugin/comm_tickets.h"
+#include "plugin/interpose/comm_tickets.h"
 
 namespace {
 

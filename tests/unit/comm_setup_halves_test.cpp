@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// SYMMEM_HALVES: where a communicator's halves come from (plugin/comm_setup.h), and the agreement that
-// every rank says the same (plugin/setup_vote.h).
+// SYMMEM_HALVES: where a communicator's halves come from (plugin/interpose/comm_setup.h), and the agreement that
+// every rank says the same (plugin/interpose/setup_vote.h).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "core/settings.h"
-#include "plugin/comm_setup.h"
+#include "plugin/interpose/comm_setup.h"
+#include "plugin/interpose/setup_vote.h"
 #include "plugin/process/process_context.h"
-#include "plugin/setup_vote.h"
 
 namespace symmem {
 namespace {

@@ -2,7 +2,7 @@
 // A tuner init that NCCL gave no id (NCCL 2.27 and older) claims the name of the one creation call
 // under way that is its communicator's: on its own thread, or whose handle holds its context slot;
 // none where none or several fit, and each name once.
-#include "plugin/creation_calls.h"
+#include "plugin/interpose/creation_calls.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <string>
 #include <thread>
 
-#include "plugin/comm_tickets.h"
+#include "plugin/interpose/comm_tickets.h"
 
 namespace {
 

@@ -17,9 +17,9 @@
 #include "core/machine_fingerprint.h"
 #include "core/settings.h"
 #include "core/table_file.h"
+#include "plugin/interpose/setup_vote.h"
 #include "plugin/process/process_context.h"
 #include "plugin/process/table_in_force.h"
-#include "plugin/setup_vote.h"
 #include "topology/fingerprint.h"
 #include "topology/topology_file.h"
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/log.h"
-#include "plugin/interposer.h"
+#include "plugin/interpose/interposer.h"
 
 namespace symmem {
 namespace {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Groups as the interposer handles them (plugin/interposer_group.cpp): held symmetric all-reduces
+// Groups as the interposer handles them (plugin/interpose/interposer_group.cpp): held symmetric all-reduces
 // launched at the outermost ncclGroupEnd before NCCL's part, setup of communicators first met in a
 // group run after NCCL's group end and together, errors, nesting, simulated ends, NCCL 2.31's
 // ncclAllReduceConfig and non-blocking communicators. The order of events across NCCL and the
@@ -10,7 +10,7 @@
 #include <climits>
 #include <thread>
 
-#include "plugin/coll_config.h"
+#include "plugin/interpose/coll_config.h"
 #include "tests/unit/interposer_fakes.h"
 
 namespace symmem {

@@ -256,7 +256,7 @@ TEST(InterposerPointOfNoReturn, IsPerCallAndTellsTheEnclosingCall) {
   EXPECT_TRUE(outer.passed());
 }
 
-// A rank whose settings turn the path off still runs setup (its vote, plugin/setup_vote.h) at the
+// A rank whose settings turn the path off still runs setup (its vote, plugin/interpose/setup_vote.h) at the
 // first eligible call: its peers, with the path on, post the setup exchange at that very call, and a
 // rank that forwarded it to NCCL instead would pair their all-gather with its all-reduce.
 TEST_F(InterposerTest, ARankWithThePathOffStillTakesPartInSetup) {

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The agreement on a shared machine (plugin/rendezvous.h, plugin/shm_directory.h, plugin/live_process.h):
-// what another user, a full /dev/shm, a FIFO, a killed job or a repeated communicator id can do to it.
-// Every case ends in a bounded time with the same verdict on every rank, never a hang or a crash;
-// each child process runs under an alarm, so a hang shows as its signal, not as a stuck test.
+// The agreement on a shared machine (plugin/interpose/rendezvous.h, plugin/interpose/shm_directory.h,
+// plugin/interpose/live_process.h): what another user, a full /dev/shm, a FIFO, a killed job or a repeated communicator
+// id can do to it. Every case ends in a bounded time with the same verdict on every rank, never a hang or a crash; each
+// child process runs under an alarm, so a hang shows as its signal, not as a stuck test.
 #include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -25,10 +25,10 @@
 #include <vector>
 
 #include "core/decision_table.h"
-#include "plugin/live_process.h"
-#include "plugin/rendezvous.h"
-#include "plugin/setup_vote.h"
-#include "plugin/shm_directory.h"
+#include "plugin/interpose/live_process.h"
+#include "plugin/interpose/rendezvous.h"
+#include "plugin/interpose/setup_vote.h"
+#include "plugin/interpose/shm_directory.h"
 
 namespace symmem {
 namespace {

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// The agreement before any exchange (plugin/rendezvous.h): the pure tally, then ranks as real
+// The agreement before any exchange (plugin/interpose/rendezvous.h): the pure tally, then ranks as real
 // processes meeting in the shared segment, then the interposer of two processes whose ranks differ
 // (one unhooked, one unable to allocate, one aborted): every rank ends with the same verdict, and no
 // rank ever starts an exchange its peers will not post.
-#include "plugin/rendezvous.h"
+#include "plugin/interpose/rendezvous.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -21,13 +21,13 @@
 #include <vector>
 
 #include "core/decision_table.h"
-#include "plugin/comm_names.h"
-#include "plugin/comm_setup.h"
-#include "plugin/comm_tickets.h"
-#include "plugin/creation_calls.h"
-#include "plugin/interposer.h"
-#include "plugin/shm_directory.h"
-#include "plugin/tuner.h"
+#include "plugin/interpose/comm_names.h"
+#include "plugin/interpose/comm_setup.h"
+#include "plugin/interpose/comm_tickets.h"
+#include "plugin/interpose/creation_calls.h"
+#include "plugin/interpose/interposer.h"
+#include "plugin/interpose/shm_directory.h"
+#include "plugin/tuner/tuner.h"
 
 namespace symmem {
 namespace {

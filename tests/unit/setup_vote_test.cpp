@@ -2,7 +2,7 @@
 // The setup vote: every rank takes part whatever its settings, and ranks whose settings or tables
 // differ all reach the same "stay on NCCL" with the same reason, without waiting for one another
 // forever. Ranks here are threads joined by an all-gather over shared memory.
-#include "plugin/setup_vote.h"
+#include "plugin/interpose/setup_vote.h"
 
 #include <gtest/gtest.h>
 

@@ -16,7 +16,7 @@
 
 #include "core/decision.h"
 #include "core/decision_table.h"
-#include "plugin/comm_setup.h"
+#include "plugin/interpose/comm_setup.h"
 #include "tests/unit/required_parts.h"
 #include "topology/agreement.h"
 #include "topology/classify.h"

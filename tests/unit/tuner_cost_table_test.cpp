@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/table_file.h"
-#include "plugin/tuner.h"
+#include "plugin/tuner/tuner.h"
 #include "tests/unit/nccl_cost_table.h"
 #include "tools/tune/bands.h"
 #include "tools/tune/table.h"

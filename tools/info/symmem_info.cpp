@@ -345,9 +345,9 @@ std::string verdictLine(const DecisionTable& table, CommFacts facts, const Polic
   return line;
 }
 
-// The halves of ranks 0..nRanks-1 as the plugin's setup gives them (plugin/comm_setup.cpp): SYMMEM_HALVES=auto
-// those of the machine's first nRanks GPUs (topology/halves.h), split the first and second half of the
-// ranks, off none. A band naming the halves variant runs it only where they exist.
+// The halves of ranks 0..nRanks-1 as the plugin's setup gives them (plugin/interpose/comm_setup.cpp):
+// SYMMEM_HALVES=auto those of the machine's first nRanks GPUs (topology/halves.h), split the first and second half of
+// the ranks, off none. A band naming the halves variant runs it only where they exist.
 void addHalves(const Topology& topology, const Settings& settings, CommFacts& facts) {
   const int n = facts.nRanks;
   const HalvesMode mode = halvesModeFrom(settings);

@@ -1,2 +1,2 @@
 // A core header that reaches up into the plugin: the layer check must refuse it.
-#include "plugin/interposer.h"
+#include "plugin/interpose/interposer.h"

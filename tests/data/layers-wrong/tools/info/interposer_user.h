@@ -1,2 +1,2 @@
-// Planted: a tool includes the interposer (not yet in a room): tools use only plugin/nccl and plugin/process.
-#include "plugin/interposer.h"
+// Planted: a tool includes the interposer: tools use of the plugin only plugin/nccl and plugin/process.
+#include "plugin/interpose/interposer.h"

@@ -8,9 +8,9 @@
 #include <memory>
 #include <string>
 
+#include "plugin/interpose/rendezvous.h"
 #include "plugin/nccl/tuner_abi.h"
 #include "plugin/process/process_context.h"
-#include "plugin/rendezvous.h"
 
 namespace symmem {
 
@@ -27,7 +27,7 @@ struct TunerComm {
   const void* contextSlot = nullptr;  // where NCCL keeps this context: the communicator's ticket key
   // NCCL's ranks must choose the same algorithm and protocol for each collective (a mix hangs), so
   // the bands apply only where every rank's tuner declared the same ones in the communicator's
-  // agreement (plugin/rendezvous.h), checked at the first call: 0 not yet, 1 applied, 2 dropped.
+  // agreement (plugin/interpose/rendezvous.h), checked at the first call: 0 not yet, 1 applied, 2 dropped.
   std::shared_ptr<Rendezvous> agreement;
   std::shared_ptr<std::atomic<int>> bandsChecked = std::make_shared<std::atomic<int>>(0);
 };
@@ -61,13 +61,13 @@ void storeConstantsV5(const abi::TunerConstantsV5& v5, abi::TunerConstantsV7& v7
 
 // Called at every tuner init, before anything else (the shared object uses it to attach the
 // interposer when NCCL loaded the plugin only as its tuner), with the logger NCCL passed, which names
-// the NCCL copy that loaded the plugin (plugin/nccl_copies.h). Returns whether every all-reduce of
+// the NCCL copy that loaded the plugin (plugin/interpose/nccl_copies.h). Returns whether every all-reduce of
 // that copy now reaches the interposer (code hooks in place), and if not, why. Null: nothing
 // attaches, and no communicator takes the symmetric path.
 using TunerInitHook = bool (*)(abi::Logger logger, std::string* whyNot);
 void setTunerInitHook(TunerInitHook hook);
 
-// What a communicator's tuner init tells its peers through the agreement (plugin/rendezvous.h):
+// What a communicator's tuner init tells its peers through the agreement (plugin/interpose/rendezvous.h):
 // whether this rank's all-reduces will reach the plugin, and why not. Pure.
 struct Declaration {
   bool join = false;  // false: no agreement for this communicator (whyNot), on any rank

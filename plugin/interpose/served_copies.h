@@ -11,8 +11,8 @@
 #include <mutex>
 #include <optional>
 
+#include "plugin/interpose/nccl_copies.h"
 #include "plugin/nccl/nccl_real.h"
-#include "plugin/nccl_copies.h"
 
 namespace symmem {
 

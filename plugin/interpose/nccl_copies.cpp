@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "plugin/nccl_copies.h"
+#include "plugin/interpose/nccl_copies.h"
 
 #include <dlfcn.h>
 #include <link.h>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "plugin/rendezvous.h"
+#include "plugin/interpose/rendezvous.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -19,7 +19,7 @@
 #include <type_traits>
 
 #include "core/log.h"
-#include "plugin/shm_directory.h"
+#include "plugin/interpose/shm_directory.h"
 
 namespace symmem {
 

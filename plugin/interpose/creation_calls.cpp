@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "plugin/creation_calls.h"
+#include "plugin/interpose/creation_calls.h"
 
 #include <algorithm>
 #include <mutex>
 #include <thread>
 #include <vector>
 
-#include "plugin/comm_tickets.h"
+#include "plugin/interpose/comm_tickets.h"
 
 namespace symmem {
 

@@ -21,7 +21,7 @@
 #include <thread>
 
 #include "core/log.h"
-#include "plugin/interposer.h"
+#include "plugin/interpose/interposer.h"
 
 namespace symmem {
 

@@ -68,7 +68,7 @@ struct AllReduceCall {
 // Setup in three steps, each injectable so the interposer's bookkeeping is tested without GPUs:
 //   prepare: what this rank needs before any exchange and could lack alone (the exchange buffers):
 //            null, with a reason, when it cannot take part;
-//   agree:   this rank's arrival in the communicator's agreement (plugin/rendezvous.h) and the verdict
+//   agree:   this rank's arrival in the communicator's agreement (plugin/interpose/rendezvous.h) and the verdict
 //            every rank reads: go, or every rank stays on NCCL;
 //   setup:   the exchanges, which every rank posts once the verdict is go.
 struct Arrival {
@@ -118,7 +118,7 @@ std::optional<bool> streamIsCapturing(cudaStream_t stream);
 
 class Interposer {
  public:
-  // `copy`: which of the process's NCCL copies `nccl` is (plugin/nccl_copies.h); each copy's groups are
+  // `copy`: which of the process's NCCL copies `nccl` is (plugin/interpose/nccl_copies.h); each copy's groups are
   // its own, as NCCL keeps them.
   Interposer(const RealNccl& nccl, const ProcessContext& process, SetupSteps steps,
              CaptureProbeFn captureProbe = streamIsCapturing, int copy = 0);
@@ -129,7 +129,7 @@ class Interposer {
   ncclResult_t allReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
                          ncclComm_t comm, cudaStream_t stream);
   // NCCL 2.31's ncclAllReduceConfig: decided like allReduce when `config` asks nothing of the
-  // execution (plugin/coll_config.h), otherwise NCCL's, unchanged.
+  // execution (plugin/interpose/coll_config.h), otherwise NCCL's, unchanged.
   ncclResult_t allReduceConfig(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream, const void* config);
   ncclResult_t commDestroy(ncclComm_t comm);
@@ -139,7 +139,7 @@ class Interposer {
   // NCCL's async error, or, when NCCL has none, ncclSystemError once a symmetric kernel of this
   // communicator timed out (inside a replayed graph too): what PyTorch's watchdog polls.
   ncclResult_t commGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError);
-  // Groups (plugin/interposer_group.cpp; the rules: docs/transparent-use.md, "Groups"). Inside a
+  // Groups (plugin/interpose/interposer_group.cpp; the rules: docs/transparent-use.md, "Groups"). Inside a
   // group, all-reduces the table puts on the symmetric path are held; the outermost ncclGroupEnd
   // launches them in issue order, then ends NCCL's group, then sets up the communicators that the
   // group met for the first time, together.
@@ -241,7 +241,7 @@ class Interposer {
 
 // The real steps: the exchange buffers (prepare), the host-local agreement (agree), then the facts
 // and buffers exchanged with pncclAllGather (setup), for the communicators of NCCL copy `copy`, whose
-// real entry points `nccl` are. plugin/comm_setup.cpp.
+// real entry points `nccl` are. plugin/interpose/comm_setup.cpp.
 SetupSteps symmetricSetupSteps(const RealNccl& nccl, const ProcessContext& process, int copy = 0);
 
 }  // namespace symmem

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "plugin/shm_directory.h"
+#include "plugin/interpose/shm_directory.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

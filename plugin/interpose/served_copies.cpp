@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "plugin/served_copies.h"
+#include "plugin/interpose/served_copies.h"
 
 #include <pthread.h>
 
@@ -7,10 +7,10 @@
 #include <new>
 #include <string>
 
-#include "plugin/comm_names.h"
-#include "plugin/comm_tickets.h"
-#include "plugin/creation_calls.h"
-#include "plugin/interposer.h"
+#include "plugin/interpose/comm_names.h"
+#include "plugin/interpose/comm_tickets.h"
+#include "plugin/interpose/creation_calls.h"
+#include "plugin/interpose/interposer.h"
 #include "plugin/process/process.h"
 #include "plugin/stats/call_stats.h"
 

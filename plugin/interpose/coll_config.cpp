@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "plugin/coll_config.h"
+#include "plugin/interpose/coll_config.h"
 
 #include <climits>
 #include <cstring>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "plugin/comm_names.h"
+#include "plugin/interpose/comm_names.h"
 
 #include <atomic>
 #include <mutex>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // This user's own directory in /dev/shm, where the plugin keeps what the processes of one job share
-// (the agreement segments, plugin/rendezvous.h). /dev/shm is every user's: anyone can make a file,
+// (the agreement segments, plugin/interpose/rendezvous.h). /dev/shm is every user's: anyone can make a file,
 // FIFO or link under any name not yet taken there, see every name, and fill it. Inside a directory
 // that is this user's, mode 0700, nobody else can list, make, take or remove a name, and so cannot
 // learn a communicator's id from a name, take a name ahead of a job, or hand it a file of theirs.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "plugin/comm_tickets.h"
+#include "plugin/interpose/comm_tickets.h"
 
 #include <algorithm>
 #include <array>
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/log.h"
-#include "plugin/comm_names.h"
+#include "plugin/interpose/comm_names.h"
 #include "plugin/nccl/nccl_real.h"
 
 namespace symmem {

@@ -2,18 +2,18 @@
 #pragma once
 // What the tuner learned about each communicator at its init, for the interposer to find at the
 // communicator's first all-reduce: the communicator's id (the same on every rank: NCCL's, tuner v5+;
-// else the one its creation call gave it, plugin/creation_calls.h), NCCL's node count, and the
-// communicator's agreement (plugin/rendezvous.h).
+// else the one its creation call gave it, plugin/interpose/creation_calls.h), NCCL's node count, and the
+// communicator's agreement (plugin/interpose/rendezvous.h).
 //
 // The interposer holds an ncclComm_t, the tuner a context slot. A communicator the code hooks saw
-// made has a name (plugin/comm_names.h): its ticket is the one live ticket with that id. Otherwise
+// made has a name (plugin/interpose/comm_names.h): its ticket is the one live ticket with that id. Otherwise
 // (the process's first communicator, one made by a call not hooked, several live with one id) the
 // slot tells: NCCL hands its tuner init the address of a member of its communicator struct
 // (&comm->tunerContext, NCCL 2.21 - 2.31 at least), so that address lies a fixed distance past the
 // ncclComm_t. Structs never overlap, so the nearest slot past a communicator is its own; the first
 // lookup learns the distance, and every later one must match it exactly (and the ticket's rank count
 // the communicator's). The distance is a property of one NCCL build: with two NCCL copies in the
-// process (plugin/nccl_copies.h) each copy's is learned from its own communicators, and a slot is
+// process (plugin/interpose/nccl_copies.h) each copy's is learned from its own communicators, and a slot is
 // looked for only among the tickets of the copy whose tuner init made them. A communicator without
 // a ticket (NCCL did not load the plugin as its tuner, or an NCCL that breaks this rule) stays on
 // NCCL, and so, through the agreement, do its peers.
@@ -23,13 +23,13 @@
 #include <mutex>
 #include <string>
 
-#include "plugin/rendezvous.h"
+#include "plugin/interpose/rendezvous.h"
 
 namespace symmem {
 
 struct CommTicket {
   const void* contextSlot = nullptr;  // the void** NCCL passed to the tuner's init
-  // The NCCL copy whose tuner init made it (plugin/nccl_copies.h); -1 where that could not be told:
+  // The NCCL copy whose tuner init made it (plugin/interpose/nccl_copies.h); -1 where that could not be told:
   // such a ticket is found by its communicator's name, or by its slot at a distance its copy's other
   // communicators already taught, never by teaching one.
   int copy = 0;

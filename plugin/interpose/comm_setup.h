@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// The setup of one communicator's symmetric path (symmetricSetupSteps, declared in plugin/interposer.h):
+// The setup of one communicator's symmetric path (symmetricSetupSteps, declared in plugin/interpose/interposer.h):
 //   0. prepare: the exchange buffers, before anything is posted (a rank without them says no below);
-//   1. the agreement (plugin/rendezvous.h), host-local and posted nowhere: every rank arrives with its
-//      vote (plugin/setup_vote.h) and whether it can take part, and reads one verdict; on "no" every
+//   1. the agreement (plugin/interpose/rendezvous.h), host-local and posted nowhere: every rank arrives with its
+//      vote (plugin/interpose/setup_vote.h) and whether it can take part, and reads one verdict; on "no" every
 //      rank stays on NCCL and nothing is ever posted on the communicator;
 //   2. every rank's topology facts (topology/agreement.h), through pncclAllGather on a private stream;
 //      every rank runs the same pure agreeOn() over the same gathered array;
@@ -12,7 +12,7 @@
 #include <functional>
 
 #include "core/decision.h"
-#include "plugin/interposer.h"
+#include "plugin/interpose/interposer.h"
 #include "topology/agreement.h"
 
 namespace symmem {

@@ -7,7 +7,7 @@
 // children) once they are in; a communicator made before (the one whose tuner init put them in), by a
 // call not hooked (ncclCommInitAll, Shrink, Grow: NCCL makes or combines their ids itself) or by a
 // split inside a group (NCCL writes its handle only at the group's end) has no name here, and is found
-// by its context slot (plugin/comm_tickets.h).
+// by its context slot (plugin/interpose/comm_tickets.h).
 #include <cstdint>
 #include <mutex>
 #include <optional>

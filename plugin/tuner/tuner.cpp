@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "plugin/tuner.h"
+#include "plugin/tuner/tuner.h"
 
 #include <algorithm>
 #include <atomic>
@@ -10,12 +10,12 @@
 
 #include "core/log.h"
 #include "core/table_file.h"
-#include "plugin/comm_tickets.h"
-#include "plugin/creation_calls.h"
-#include "plugin/legacy_comm_hash.h"
+#include "plugin/interpose/comm_tickets.h"
+#include "plugin/interpose/creation_calls.h"
+#include "plugin/interpose/served_copies.h"
+#include "plugin/interpose/setup_vote.h"
 #include "plugin/process/process.h"
-#include "plugin/served_copies.h"
-#include "plugin/setup_vote.h"
+#include "plugin/tuner/legacy_comm_hash.h"
 #include "symmem/version.h"
 
 namespace symmem {
@@ -208,7 +208,7 @@ std::string describeEntry(const Thresholds* e) {
                   " bands=" + std::to_string(e->numBands) + " (" + e->source + ")";
   return s;
 }
-// The NCCL copy that handed over `log` (plugin/nccl_copies.h); -1 where it cannot be told.
+// The NCCL copy that handed over `log` (plugin/interpose/nccl_copies.h); -1 where it cannot be told.
 int loadingCopy(abi::Logger log) {
   std::string why;
   const std::optional<int> copy = ServedCopies::get().ncclCopies().copyThatLoaded(log, &why);
@@ -234,13 +234,13 @@ abi::Result init(void** ctx, uint64_t commId, size_t nRanks, size_t nNodes, abi:
     // NCCL state for nothing.
     const int copy = reaches || commId == 0 ? loadingCopy(log) : -1;
     // NCCL 2.27 and older give no id: the creation call under way names the communicator, where the
-    // code hooks saw it (plugin/creation_calls.h).
+    // code hooks saw it (plugin/interpose/creation_calls.h).
     std::string unnamed;
     bool namedByCreation = false;
     if (commId == 0) {
       // The one made before the code hooks went in (the process's first) has no creation record: on the
       // releases whose layout is known, NCCL's own id for it is read from its struct
-      // (plugin/legacy_comm_hash.h), and checked against the creation record wherever both exist.
+      // (plugin/tuner/legacy_comm_hash.h), and checked against the creation record wherever both exist.
       const int version = ncclVersionOf(copy);
       std::string notRead;
       const std::optional<uint64_t> read = legacyCommHash(ctx, version, nRanks, nNodes, &notRead);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "plugin/comm_setup.h"
+#include "plugin/interpose/comm_setup.h"
 
 #include <cuda_runtime_api.h>
 #include <unistd.h>
@@ -11,11 +11,11 @@
 
 #include "core/log.h"
 #include "kernels/scoped_device.h"
-#include "plugin/comm_tickets.h"
-#include "plugin/interposer.h"
+#include "plugin/interpose/comm_tickets.h"
+#include "plugin/interpose/interposer.h"
+#include "plugin/interpose/rendezvous.h"
+#include "plugin/interpose/setup_vote.h"
 #include "plugin/nccl/record_gather.h"
-#include "plugin/rendezvous.h"
-#include "plugin/setup_vote.h"
 #include "topology/discover.h"
 
 namespace symmem {

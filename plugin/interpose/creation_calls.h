@@ -2,7 +2,7 @@
 #pragma once
 // The creation calls under way, for the tuner's init on NCCL 2.27 and older (tuner v2-v4), which
 // hands its init no communicator id: the name the creation call gives its communicator
-// (plugin/comm_names.h) reaches that init here, so that its ranks can still find each other.
+// (plugin/interpose/comm_names.h) reaches that init here, so that its ranks can still find each other.
 //
 // NCCL runs the tuner's init inside the creation call: inline on the calling thread
 // (ncclCommInitRank outside a group), or on a thread of NCCL's own while the caller waits
@@ -20,7 +20,7 @@
 #include <optional>
 #include <string>
 
-#include "plugin/comm_names.h"
+#include "plugin/interpose/comm_names.h"
 
 namespace symmem {
 

@@ -7,14 +7,14 @@
 // communicator learns, from host-local shared memory, that every rank has arrived in the plugin at
 // the same all-reduce and can take part; or else every rank stays on NCCL.
 //
-// One segment per communicator instance, in this user's own directory (plugin/shm_directory.h):
+// One segment per communicator instance, in this user's own directory (plugin/interpose/shm_directory.h):
 // <dir>/rdv-<id>-<nRanks>, mode 0600, where the id is what every rank of the communicator knows alike
 // (NCCL's id given to the tuner). Made complete under a private name and linked in, its space
 // reserved before it is mapped (a full /dev/shm is a "no", never a SIGBUS). A segment belongs to one
 // instance: slots are claimed only while fewer than nRanks are, and the claim that fills it removes
 // the name, so the next communicator with the same id (a fixed NCCL_COMM_ID, a second shrink of one
 // parent) makes a segment of its own; one whose every claimer has ended (a killed job) is replaced.
-// Processes are known by pid and start time (plugin/live_process.h), so a reused pid is no claimer.
+// Processes are known by pid and start time (plugin/interpose/live_process.h), so a reused pid is no claimer.
 // Two moments write into it:
 //   - declare, at tuner init, which NCCL runs on every rank of a single-node communicator before its
 //     intra-node barrier: whether this process's all-reduces will reach the plugin (Reach), and the
@@ -37,8 +37,8 @@
 #include <vector>
 
 #include "core/symmetric_limits.h"
-#include "plugin/live_process.h"
-#include "plugin/setup_vote.h"
+#include "plugin/interpose/live_process.h"
+#include "plugin/interpose/setup_vote.h"
 
 namespace symmem {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "plugin/live_process.h"
+#include "plugin/interpose/live_process.h"
 
 #include <signal.h>
 #include <unistd.h>

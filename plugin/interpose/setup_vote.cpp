@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "plugin/setup_vote.h"
+#include "plugin/interpose/setup_vote.h"
 
 #include "core/table_file.h"
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "plugin/interposer.h"
+#include "plugin/interpose/interposer.h"
 
 #include <cuda_runtime_api.h>
 
@@ -10,7 +10,7 @@
 #include "core/log.h"
 #include "core/table_file.h"
 #include "kernels/scoped_device.h"
-#include "plugin/coll_config.h"
+#include "plugin/interpose/coll_config.h"
 
 namespace symmem {
 
@@ -182,7 +182,7 @@ std::shared_ptr<CommState> Interposer::setUp(ncclComm_t comm, cudaStream_t strea
   if (state->device < 0) state->device = mine.device;
   if (state->ready) {
     const Thresholds* e = state->entry;
-    // A second NCCL copy's communicators say whose they are (plugin/nccl_copies.h).
+    // A second NCCL copy's communicators say whose they are (plugin/interpose/nccl_copies.h).
     const std::string copy =
         copy_ == 0 ? std::string() : ", NCCL copy " + std::to_string(copy_) + " " + std::string(nccl_.library);
     SYMMEM_INFO(kLogInit | kLogColl,

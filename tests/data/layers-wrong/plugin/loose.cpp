@@ -1,0 +1,2 @@
+// Planted: a source directly in plugin/, in no room.
+int loose = 0;
