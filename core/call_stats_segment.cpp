@@ -247,8 +247,9 @@ std::string segmentDirectory(const std::string& dirSetting) {
 }
 
 std::string segmentFileName(uid_t uid, pid_t pid, uint32_t suffix) {
-  return std::string(kNamePrefix) + std::to_string(uid) + "-" + std::to_string(pid) +
-         (suffix == 0 ? "" : "." + std::to_string(suffix)) + std::string(kNameSuffix);
+  std::string name = std::string(kNamePrefix) + std::to_string(uid) + "-" + std::to_string(pid);
+  if (suffix != 0) name.append(".").append(std::to_string(suffix));
+  return name.append(kNameSuffix);
 }
 
 std::optional<SegmentName> parseSegmentFileName(std::string_view name) {

@@ -369,7 +369,7 @@ std::string SymmetricCommImpl::checkPeerPatterns(cudaStream_t stream, uint32_t n
   if (*badWriters == 0) return {};
   std::string failure = "P2P check failed: writes from rank(s)";
   for (int q = 0; q < n; ++q)
-    if (*badWriters & (1u << q)) failure += " " + std::to_string(q);
+    if (*badWriters & (1u << q)) failure.append(" ").append(std::to_string(q));
   return failure + " through their mapping did not arrive in rank " + std::to_string(rank) + "'s buffer";
 }
 

@@ -21,7 +21,8 @@ std::string pairList(const Topology& t, Crossing which) {
   std::string out;
   for (int a = 0; a < t.gpuCount(); ++a)
     for (int b = a + 1; b < t.gpuCount(); ++b)
-      if (crossingOf(t, a, b) == which) out += (out.empty() ? "" : " ") + std::to_string(a) + "-" + std::to_string(b);
+      if (crossingOf(t, a, b) == which)
+        out.append(out.empty() ? "" : " ").append(std::to_string(a) + "-" + std::to_string(b));
   return out.empty() ? "none" : out;
 }
 
@@ -49,7 +50,7 @@ std::string halvesLines(const Topology& t) {
   out += groupText(h.half[0]) + " " + groupText(h.half[1]) + ", split at " + middleName(h.level) + "\n";
   out += "Pairs across the middle:";
   for (size_t k = 0; k < h.half[0].size(); ++k)
-    out += " " + std::to_string(h.half[0][k]) + "-" + std::to_string(h.half[1][k]);
+    out.append(" ").append(std::to_string(h.half[0][k]) + "-" + std::to_string(h.half[1][k]));
   const size_t other = h.half[1].size();
   out +=
       "\nFlows crossing the middle per all-reduce (halves: one per GPU, to its partner; the others: each GPU to "
@@ -129,7 +130,7 @@ std::string describeTopology(const Topology& t) {
     if (islands.empty()) out += " none";
     for (const auto& island : islands) {
       out += " {";
-      for (size_t k = 0; k < island.size(); ++k) out += (k ? "," : "") + std::to_string(island[k]);
+      for (size_t k = 0; k < island.size(); ++k) out.append(k ? "," : "").append(std::to_string(island[k]));
       out += "}";
     }
     out += "\nPairs crossing the CPU root complex: " + pairList(t, Crossing::RootComplex) + "\n";

@@ -97,7 +97,7 @@ std::string groupText(std::span<const int> members, std::span<const int> ids) {
   for (size_t k = 0; k < members.size(); ++k) {
     const int m = members[k];
     const bool mapped = m >= 0 && static_cast<size_t>(m) < ids.size();
-    out += (k ? "," : "") + std::to_string(mapped ? ids[m] : m);
+    out.append(k ? "," : "").append(std::to_string(mapped ? ids[m] : m));
   }
   return out + "}";
 }

@@ -11,7 +11,7 @@ namespace symmem {
 
 std::string shmDirectoryCandidate(const std::string& root, uid_t uid, int k) {
   std::string path = root + "/nccl-symmem-" + std::to_string(uid);
-  if (k > 0) path += "." + std::to_string(k);
+  if (k > 0) path.append(".").append(std::to_string(k));
   return path;
 }
 

@@ -162,7 +162,7 @@ void printRunHeader(const RankRun& r) {
   cudaDriverGetVersion(&drv);
   const Options& o = r.o;
   std::string variants;
-  for (symmem::SymVariant v : o.variants) variants += (variants.empty() ? "" : ",") + std::string(symVariantName(v));
+  for (symmem::SymVariant v : o.variants) variants.append(variants.empty() ? "" : ",").append(symVariantName(v));
   std::printf(
       "# symmem-bench: %d x %s, NCCL %d, CUDA runtime %d, driver %d, %s sum, in place, %d calls x %d reps, "
       "max blocks %d, programmatic launch %s, cross-stream order %s, variants %s\n",

@@ -708,7 +708,7 @@ HealthProbeResult runHealthProbe(const HealthPlan& plan, const HealthOptions& op
   const int total = 1 + static_cast<int>(unordered.size()) + (m.loopback ? 0 : 1);
   int done = 0;
   auto line = [&](const std::string& text) {
-    progress("[" + std::to_string(++done) + "/" + std::to_string(total) + "] " + text);
+    progress(std::string("[").append(std::to_string(++done)) + "/" + std::to_string(total) + "] " + text);
   };
 
   // The GPUs themselves.

@@ -266,9 +266,9 @@ void printDecisions(const DecisionTable& table, const CommFacts& baseFacts, cons
     const CollRequest request{Collective::AllReduce, op, dtype, bytes};
     const Decision d = decide(request, facts, found.entry, policy);
     std::string path(pathName(d.path));
-    if (d.symmetric()) path += " " + std::string(symVariantName(d.variant));
+    if (d.symmetric()) path.append(" ").append(symVariantName(d.variant));
     if (d.path == Path::NcclTuned) {
-      path += " " + std::string(ncclAlgoName(d.algo)) + "/" + std::string(ncclProtoName(d.proto));
+      path.append(" ").append(ncclAlgoName(d.algo)).append("/").append(ncclProtoName(d.proto));
       if (d.nChannels) path += " ch" + std::to_string(d.nChannels);
     }
     printf("  %10s  %-26s  %s\n", formatBytes(bytes).c_str(), path.c_str(), std::string(reasonText(d.reason)).c_str());

@@ -12,7 +12,7 @@ namespace symmem {
 
 std::string progressLine(int done, int total, double elapsedSec, int nRanks, const std::string& path, uint64_t bytes,
                          int round, int rounds) {
-  std::string line = "[" + std::to_string(done + 1) + "/" + std::to_string(total) +
+  std::string line = std::string("[").append(std::to_string(done + 1)) + "/" + std::to_string(total) +
                      "] ranks=" + std::to_string(nRanks) + " " + path + " " + formatBytes(bytes);
   if (rounds > 1) line += " (round " + std::to_string(round + 1) + "/" + std::to_string(rounds) + ")";
   line += ", " + durationText(elapsedSec) + " elapsed";
@@ -41,7 +41,7 @@ std::string cell(double us) {
 
 std::string summaryTable(const TunedWorld& world, ComputeCapability cc) {
   std::string gpus;
-  for (int g : world.gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
+  for (int g : world.gpus) gpus.append(gpus.empty() ? "" : ",").append(std::to_string(g));
   std::string out = "\nranks=" + std::to_string(world.nRanks) + " link=" + std::string(linkClassName(world.link)) +
                     " cc=" + cc.str() + " (GPUs " + gpus + "), median us per call under CUDA graphs\n";
   char start[32];

@@ -75,12 +75,12 @@ std::string methodLine(const TuneOptions& o, const std::vector<uint64_t>& sizes)
   char margin[16];
   std::snprintf(margin, sizeof margin, "%g%%", o.margin * 100.0);
   std::string variants;
-  for (SymVariant v : o.variants) variants += (variants.empty() ? "" : ",") + std::string(symVariantName(v));
+  for (SymVariant v : o.variants) variants.append(variants.empty() ? "" : ",").append(symVariantName(v));
   std::string configs = o.ncclConfigs == NcclConfigSet::Default ? "default"
                         : o.ncclConfigs == NcclConfigSet::All   ? "all"
                                                                 : "";
   if (o.ncclConfigs == NcclConfigSet::List)
-    for (TunePath p : o.ncclConfigList) configs += (configs.empty() ? "" : ",") + std::string(tunePathHeading(p));
+    for (TunePath p : o.ncclConfigList) configs.append(configs.empty() ? "" : ",").append(tunePathHeading(p));
   if (configs.empty()) configs = "none";
   return "CUDA graphs of " + std::to_string(o.callsPerBatch) + " calls (fewer above 256KiB), median of " +
          std::to_string(o.rounds) + " rounds x " + std::to_string(o.batchesPerRound) + " replays per path, " + o.dtype +

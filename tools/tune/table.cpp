@@ -47,7 +47,7 @@ std::vector<std::string> provenanceMeta(const TuneProvenance& p, const std::vect
   std::string topology = "topology " + p.topologySource + ", " + std::to_string(p.nodeGpuCount) + " GPUs;";
   for (const TunedWorld& w : worlds) {
     std::string gpus;
-    for (int g : w.gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
+    for (int g : w.gpus) gpus.append(gpus.empty() ? "" : ",").append(std::to_string(g));
     topology +=
         " ranks=" + std::to_string(w.nRanks) + " " + std::string(linkClassName(w.link)) + " (GPUs " + gpus + ")";
   }
