@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "plugin/nccl/nccl_support.h"
 
+#include "plugin/nccl/legacy_comm_hash.h"
+
 namespace symmem {
 
 namespace {
@@ -26,6 +28,11 @@ NcclSupport ncclSupport(int versionCode) {
     s.summary = tuner +
                 " with the communicator's id: the symmetric path and the table's NCCL choices for every "
                 "single-node communicator whose all-reduces reach the plugin";
+  } else if (legacyCommLayout(versionCode) != nullptr) {
+    s.summary = tuner +
+                " without a communicator id: the symmetric path for communicators the code hooks see made and "
+                "the process's first (named by the id NCCL keeps in its struct), not those made inside a group "
+                "or non-blocking after it; no NCCL choices";
   } else {
     s.summary = tuner +
                 " without a communicator id: the symmetric path for communicators the code hooks see made "

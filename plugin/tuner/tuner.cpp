@@ -14,8 +14,8 @@
 #include "plugin/interpose/creation_calls.h"
 #include "plugin/interpose/served_copies.h"
 #include "plugin/interpose/setup_vote.h"
+#include "plugin/nccl/legacy_comm_hash.h"
 #include "plugin/process/process.h"
-#include "plugin/tuner/legacy_comm_hash.h"
 #include "symmem/version.h"
 
 namespace symmem {
@@ -240,7 +240,7 @@ abi::Result init(void** ctx, uint64_t commId, size_t nRanks, size_t nNodes, abi:
     if (commId == 0) {
       // The one made before the code hooks went in (the process's first) has no creation record: on the
       // releases whose layout is known, NCCL's own id for it is read from its struct
-      // (plugin/tuner/legacy_comm_hash.h), and checked against the creation record wherever both exist.
+      // (plugin/nccl/legacy_comm_hash.h), and checked against the creation record wherever both exist.
       const int version = ncclVersionOf(copy);
       std::string notRead;
       const std::optional<uint64_t> read = legacyCommHash(ctx, version, nRanks, nNodes, &notRead);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// NCCL 2.27's communicator id read from its struct (plugin/tuner/legacy_comm_hash.h): on a buffer laid out
+// NCCL 2.27's communicator id read from its struct (plugin/nccl/legacy_comm_hash.h): on a buffer laid out
 // as the 2.27 sources lay out struct ncclComm around the tuner's context slot.
-#include "plugin/tuner/legacy_comm_hash.h"
+#include "plugin/nccl/legacy_comm_hash.h"
 
 #include <gtest/gtest.h>
 

@@ -24,7 +24,11 @@ TEST(NcclSupport, TheIdComesWith2_28_3AndTheSummarySaysWhatThatMeans) {
   EXPECT_FALSE(ncclSupport(22707).idForTuner);
   EXPECT_FALSE(ncclSupport(22802).idForTuner);
   EXPECT_TRUE(ncclSupport(22803).idForTuner);
-  EXPECT_NE(ncclSupport(22707).summary.find("not the process's first"), std::string::npos);
+  // 2.27.3 - 2.27.7: the process's first communicator is named from NCCL's struct (legacy_comm_hash.h).
+  EXPECT_NE(ncclSupport(22707).summary.find("and the process's first"), std::string::npos);
+  EXPECT_NE(ncclSupport(22703).summary.find("and the process's first"), std::string::npos);
+  EXPECT_NE(ncclSupport(22702).summary.find("not the process's first"), std::string::npos);
+  EXPECT_NE(ncclSupport(22605).summary.find("not the process's first"), std::string::npos);
   EXPECT_NE(ncclSupport(22907).summary.find("with the communicator's id"), std::string::npos);
 }
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "plugin/tuner/legacy_comm_hash.h"
+#include "plugin/nccl/legacy_comm_hash.h"
 
 #include <atomic>
 #include <cstring>
