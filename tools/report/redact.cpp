@@ -174,7 +174,7 @@ std::string Redactor::replacePath(std::string_view path) const {
   if (core == "/" || core.empty()) return std::string(path);
   for (const std::string& d : reportDirs_) {
     if (core == d) return ".";
-    if (startsWith(core, d) && core[d.size()] == '/') return "." + std::string(core.substr(d.size()));
+    if (startsWith(core, d) && core[d.size()] == '/') return std::string(".").append(core.substr(d.size()));
   }
   for (const std::string& d : homeDirs_)
     if (core == d) return std::string(kHomeMarker);
@@ -405,7 +405,8 @@ std::string Redactor::operator()(std::string_view text) const {
       const size_t after = pos + d.size();
       const bool lone =
           after < out.size() && out[after] == '/' && (after + 1 == out.size() || !isPathChar(out[after + 1]));
-      out.replace(pos, d.size() + (lone ? 1 : 0), ".");
+      out.erase(pos, d.size() + (lone ? 1 : 0));
+      out.insert(pos, 1, '.');
       pos += 1;
     }
   }

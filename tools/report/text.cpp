@@ -346,7 +346,7 @@ std::string shellQuote(std::string_view arg) {
 
 std::string commandLine(const std::vector<std::string>& argv) {
   std::string out;
-  for (const std::string& a : argv) out += (out.empty() ? "" : " ") + shellQuote(a);
+  for (const std::string& a : argv) out.append(out.empty() ? "" : " ").append(shellQuote(a));
   return out;
 }
 
@@ -368,7 +368,7 @@ std::string lastLines(std::string_view text, int maxLines) {
     if (!trimmed(line).empty()) kept.push_back(line);
   const size_t from = kept.size() > static_cast<size_t>(maxLines) ? kept.size() - maxLines : 0;
   std::string out;
-  for (size_t i = from; i < kept.size(); ++i) out += (i > from ? "\n" : "") + std::string(kept[i]);
+  for (size_t i = from; i < kept.size(); ++i) out.append(i > from ? "\n" : "").append(kept[i]);
   return out;
 }
 
