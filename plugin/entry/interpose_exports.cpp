@@ -392,6 +392,7 @@ bool attachOnce(symmem::abi::Logger logger, std::string* whyNot) {
 // Registered when the shared object is loaded, before NCCL can call the tuner.
 const bool kHookRegistered = [] {
   symmem::setTunerInitHook(&attachOnce);
+  ServedCopies::registerForkHandlers();  // the communicator tables a tuner init fills are guarded from the start
   return true;
 }();
 

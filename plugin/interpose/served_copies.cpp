@@ -92,37 +92,40 @@ void ServedCopies::registerForkHandlers() {
   // A forked child calls NCCL through the hooks too: no lock it needs is inherited held. The
   // interposers' building lock first (so no interposer is half built in the child), each interposer's
   // table, the process-wide tables, then the statistics' (the order every path takes them). The child's counts go to
-  // memory of its own: the statistics file is its parent's. Registered with the first ServedCopies of this loaded
-  // object (glibc drops an object's handlers when it is unloaded).
+  // memory of its own: the statistics file is its parent's. The process-wide tables are guarded even
+  // before any copy is served (a tuner init names communicators in them first). Registered once per
+  // loaded object, as it loads and with the first ServedCopies (glibc drops an object's handlers when
+  // it is unloaded).
   static std::once_flag once;
   std::call_once(once, [] {
     pthread_atfork(
         [] {
           ServedCopies* p = gServed.load(std::memory_order_acquire);
           gForking = p;
-          if (!p) return;
-          p->interposersMutex_.lock();
-          for (int i = 0; i < kMaxNcclCopies; ++i)
-            if (Interposer* ip = p->existingInterposer(i)) ip->lockForFork();
+          if (p) {
+            p->interposersMutex_.lock();
+            for (int i = 0; i < kMaxNcclCopies; ++i)
+              if (Interposer* ip = p->existingInterposer(i)) ip->lockForFork();
+          }
           for (std::mutex* table : processTables()) table->lock();
-          if (p->stats_) p->stats_->lockForFork();
+          if (p && p->stats_) p->stats_->lockForFork();
         },
         [] {
           ServedCopies* p = gForking;
-          if (!p) return;
-          if (p->stats_) p->stats_->unlockAfterFork();
+          if (p && p->stats_) p->stats_->unlockAfterFork();
           for (std::mutex* table : processTables()) table->unlock();
+          if (!p) return;
           for (int i = kMaxNcclCopies - 1; i >= 0; --i)
             if (Interposer* ip = p->existingInterposer(i)) ip->unlockAfterFork();
           p->interposersMutex_.unlock();
         },
         [] {
           ServedCopies* p = gForking;
+          for (std::mutex* table : processTables()) new (table) std::mutex;  // held by the forking thread
           if (!p) return;
           for (int i = 0; i < kMaxNcclCopies; ++i)
             if (Interposer* ip = p->existingInterposer(i)) ip->renewAfterFork();
           if (p->stats_) p->stats_->detachInForkedChild();
-          for (std::mutex* table : processTables()) new (table) std::mutex;  // held by the forking thread
           new (&p->interposersMutex_) std::mutex;
         });
   });

@@ -26,6 +26,9 @@ class ServedCopies {
   // Deletes the state unless an interposer lives or `stillHeld`; true when none is left. A later get()
   // builds it anew.
   static bool releaseIfUnused(bool stillHeld);
+  // The fork handlers that keep a forked child's locks free (the process-wide communicator tables,
+  // and each copy's interposer once served). Once per loaded object; get() calls it too.
+  static void registerForkHandlers();
 
   // The NCCL copies served; copy 0 is resolved from the loaded libnccl.so.2 at first use.
   NcclCopies& ncclCopies();
@@ -39,8 +42,7 @@ class ServedCopies {
   Interposer* existingInterposer(int copy) const {
     return interposers_[static_cast<size_t>(copy)].load(std::memory_order_acquire);
   }
-  static void registerForkHandlers();  // once per loaded object
-  void registerExitHandler();          // with the first interposer
+  void registerExitHandler();  // with the first interposer
   bool anyInterposer() const;
 
   std::once_flag ncclOnce_;
