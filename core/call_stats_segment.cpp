@@ -363,6 +363,7 @@ std::unique_ptr<WrittenSegment> WrittenSegment::createShared(const std::string& 
   auto* h = static_cast<Header*>(base);
   initHeader(h, pid, processStartTicks(pid).value_or(0), program.empty() ? programName() : program, pluginVersion);
   publish(h);
+  removeEndedSegments(dir, path);
   return std::unique_ptr<WrittenSegment>(new WrittenSegment(static_cast<char*>(base), path, pid));
 }
 
@@ -532,6 +533,40 @@ SegmentRead readNamedSegment(const SegmentFile& f) {
 bool writerAlive(const ProcessSnapshot& s) {
   const std::optional<uint64_t> ticks = processStartTicks(s.pid);
   return ticks && (s.startTicks == 0 || *ticks == s.startTicks);
+}
+
+namespace {
+
+bool sameFile(const std::string& path, const struct stat& seen) {
+  struct stat now {};
+  return lstat(path.c_str(), &now) == 0 && S_ISREG(now.st_mode) && now.st_dev == seen.st_dev &&
+         now.st_ino == seen.st_ino;
+}
+
+// Whether the file `f` was left by a process that ended: no process has its PID, or the one that has
+// it started at another time than the header the file holds (a header that cannot be read, of a
+// running PID, counts as that process's: kept).
+bool leftByEndedProcess(const SegmentFile& f) {
+  if (!processStartTicks(f.name.pid)) return true;
+  const SegmentRead r = readNamedSegment(f);
+  return r.outcome == SegmentRead::Outcome::Ok && !writerAlive(r.snapshot);
+}
+
+}  // namespace
+
+int removeEndedSegments(const std::string& dir, const std::string& keep, int limit) {
+  const uid_t me = geteuid();
+  int removed = 0;
+  for (const SegmentFile& f : listSegments(dir)) {
+    if (removed >= limit) break;
+    if (f.owner != me || f.name.uid != me || f.path == keep) continue;
+    struct stat seen {};
+    if (lstat(f.path.c_str(), &seen) != 0 || !S_ISREG(seen.st_mode) || seen.st_uid != me) continue;
+    // A new process with the recycled PID replaces the file (createNewFile): another inode, kept.
+    if (!leftByEndedProcess(f) || !sameFile(f.path, seen)) continue;
+    if (unlink(f.path.c_str()) == 0) ++removed;
+  }
+  return removed;
 }
 
 }  // namespace symmem::stats

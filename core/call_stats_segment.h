@@ -2,8 +2,9 @@
 #pragma once
 // The file behind a process's live statistics (core/call_stats_layout.h): created by the plugin, read
 // by symmem-stat and symmem-report. One file per process, `nccl-symmem-<uid>-<pid>.stats` in
-// /dev/shm (SYMMEM_STATS_DIR elsewhere), mode 0600, removed when the process exits; a reader reports
-// the files of processes that ended without removing theirs, and removes only its own user's.
+// /dev/shm (SYMMEM_STATS_DIR elsewhere), mode 0600, removed when the process exits. A file whose
+// process ended without removing it (killed, crashed) is removed by the next writer of the same user in
+// that folder (removeEndedSegments); readers report such files and change nothing.
 //
 // /dev/shm is every user's: anyone may make a file under any name not taken yet, this process's name
 // included, and fill it with any bytes. So the writer makes its file under a suffixed name where its
@@ -75,7 +76,8 @@ class WrittenSegment {
   // made under the name with a random suffix (O_EXCL: never someone else's file). Its whole size is
   // reserved before it is mapped (posix_fallocate), so that a full directory is a nullptr here and
   // never a SIGBUS at a later store. nullptr with `why` when it cannot be made (no such directory,
-  // full, every name tried taken).
+  // full, every name tried taken). Once its own file is made it removes what this user's ended
+  // processes left in `dir` (removeEndedSegments).
   static std::unique_ptr<WrittenSegment> createShared(const std::string& dir, const std::string& program,
                                                       const std::string& pluginVersion, std::string* why);
   // The same layout in this process's memory only: counters for the summary lines, no live view.
@@ -164,5 +166,12 @@ SegmentRead readNamedSegment(const SegmentFile& f);
 
 // Whether the process that wrote `s` still runs (same PID, same start time).
 bool writerAlive(const ProcessSnapshot& s);
+
+// The writer's clean-up: removes the statistics files in `dir` that this process's effective uid owns,
+// whose names carry that uid, and whose processes ended (no process with the PID of the name, or one
+// started at another time than the file's header says), other than `keep`. Never another user's
+// file, never one of a running process, never one replaced while it was looked at (same inode before
+// and after), at most `limit` per call. Returns how many it removed.
+int removeEndedSegments(const std::string& dir, const std::string& keep, int limit = 64);
 
 }  // namespace symmem::stats

@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <nccl.h>
+#include <pthread.h>
 
 #include <algorithm>
 #include <array>
@@ -14,6 +15,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <string>
 #include <vector>
@@ -314,13 +316,16 @@ std::string attachProcessOnce() {
 // the communicator's peers (plugin/interpose/rendezvous.h), so that a rank left unhooked keeps every rank on
 // NCCL instead of hanging them. A refused install (threads that would not park in time) is tried again
 // at the next communicators of that copy, a few times, before the process gives up on it.
+// Serialises attachOnce. Held around the hook install and the first use of the served copies: the
+// outermost lock of a tuner init, so taken first around a fork (registerAttachForkHandlers).
+std::mutex gAttachMutex;
+
 bool attachOnce(symmem::abi::Logger logger, std::string* whyNot) {
   constexpr int kHookAttempts = 3;
-  static std::mutex mutex;
   static bool attached = false;  // the once-per-process part is done
   static std::string processRefusal;
   static std::array<CopyAttach, symmem::kMaxNcclCopies> copies;
-  std::lock_guard<std::mutex> lock(mutex);
+  std::lock_guard<std::mutex> lock(gAttachMutex);
   const symmem::Settings& settings = Process::get().settings();
   auto no = [&](std::string why) {
     *whyNot = std::move(why);
@@ -390,9 +395,20 @@ bool attachOnce(symmem::abi::Logger logger, std::string* whyNot) {
 }
 
 // Registered when the shared object is loaded, before NCCL can call the tuner.
+// A child forked while another thread is inside a tuner init must find no lock of it held: the child
+// may make communicators of its own. glibc runs the prepare handlers in reverse order of
+// registration, so the outermost lock (the attach policy's) is registered last and taken first, then
+// the served copies' and the communicator tables', then the hook installer's.
+void registerAttachForkHandlers() {
+  symmem::registerCodeHookForkHandlers();
+  ServedCopies::registerForkHandlers();  // the communicator tables a tuner init fills are guarded from the start
+  pthread_atfork([] { gAttachMutex.lock(); }, [] { gAttachMutex.unlock(); },
+                 [] { new (&gAttachMutex) std::mutex; });  // held by the forking thread, which the child lacks
+}
+
 const bool kHookRegistered = [] {
   symmem::setTunerInitHook(&attachOnce);
-  ServedCopies::registerForkHandlers();  // the communicator tables a tuner init fills are guarded from the start
+  registerAttachForkHandlers();
   return true;
 }();
 

@@ -440,10 +440,7 @@ void writeAll(StoreLog& log, const Protector& protect, const std::vector<CodePag
 // A child forked while another thread installs hooks must not inherit a held mutex.
 void lockForFork() { state().mutex.lock(); }
 void unlockAfterFork() { state().mutex.unlock(); }
-void registerForkHandlers() {
-  static const bool registered = pthread_atfork(&lockForFork, &unlockAfterFork, &unlockAfterFork) == 0;
-  (void)registered;
-}
+void registerForkHandlers() { registerCodeHookForkHandlers(); }
 
 // Keeps the calling thread from being cancelled while others are parked on its word.
 struct NoCancel {
@@ -655,5 +652,10 @@ int undoCodeHooks() { return 0; }
 int codeHookContextsMoved() { return 0; }
 
 #endif
+
+void registerCodeHookForkHandlers() {
+  static const bool registered = pthread_atfork(&lockForFork, &unlockAfterFork, &unlockAfterFork) == 0;
+  (void)registered;
+}
 
 }  // namespace symmem

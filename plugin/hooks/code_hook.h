@@ -89,6 +89,12 @@ struct CodeHookReport {
 // Serialised by a process-wide mutex. Logs nothing: the caller words the outcome.
 CodeHookReport installCodeHooks(std::span<const CodeHook> hooks, const CodeHookOptions& options = {});
 
+// Registers (once per loaded object) the fork handlers that keep a child from inheriting the install
+// mutex held. installCodeHooks registers them too; a caller with fork handlers of its own whose locks
+// are taken around an install calls this first, so that those handlers run before these at a fork
+// (glibc runs the prepare handlers in reverse order of registration).
+void registerCodeHookForkHandlers();
+
 // Puts back the original bytes of every hooked function (with the same care) and forgets them. The
 // trampolines stay mapped: a thread may still be running in one. Meant for tests; returns how many.
 int undoCodeHooks();

@@ -56,7 +56,7 @@ TEST(StatsFileHostile, CountsThatWrapAreSaturatedNotACrash) {
   writeWrappingFile(dir.path());
   const pid_t me = getpid();
   EXPECT_EQ(testing::runForkedCheck([&]() -> std::string {
-              const StatsGathered g = gatherStats({dir.path(), {me}, false});
+              const StatsGathered g = gatherStats({dir.path(), {me}});
               if (g.processes.size() != 1) return "not read: " + (g.notes.empty() ? "" : g.notes[0]);
               const SlotSnapshot& slot = g.processes[0].comms.at(0);
               if (slot.routeCalls(Route::OneShotPush) != kMax) return "the route's calls wrapped";

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The statistics file (core/call_stats_segment.h) between a writer and a reader: what is written is
 // read back whole; the file is private to its user, replaced when a process of the same PID left one,
-// removed by its creator only; a reader refuses anything that is not this layout without blocking on
-// it, and never returns a slot half of one communicator and half of another while the writer works.
+// removed by its creator, or by the next writer of its user once its process ended; a reader refuses anything that is
+// not this layout without blocking on it, and never returns a slot half of one communicator and half of another while
+// the writer works.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -364,6 +365,63 @@ TEST(CallStatsSegment, AnEndedWriterIsNotAlive) {
   s.pid = child;
   s.startTicks = 0;
   EXPECT_FALSE(writerAlive(s));
+}
+
+// A process killed before its exit handler leaves its file: the next writer of the same user in that
+// folder removes it. A running process's file, a file whose header names a live process started at
+// that time, a file of another name and the writer's own stay.
+TEST(CallStatsSegment, TheNextWriterRemovesWhatEndedProcessesLeft) {
+  StatsDir dir;
+  const pid_t ended = fork();
+  ASSERT_GE(ended, 0);
+  if (ended == 0) {
+    std::string why;
+    auto seg = WrittenSegment::createShared(dir.path(), "ended", "1", &why);
+    _exit(seg == nullptr ? 3 : 0);  // no destructor: the file stays, as after a kill
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(ended, &status, 0), ended);
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  const std::string left = dir.path() + "/" + segmentFileName(geteuid(), ended);
+  const std::string leftSuffixed = dir.path() + "/" + segmentFileName(geteuid(), ended, 7);
+  ASSERT_TRUE(exists(left));
+  std::ofstream(leftSuffixed) << "";  // ended while creating it
+  // This process's PID, but a header of another start: a recycled PID's file.
+  const pid_t me = getpid();
+  Header recycled = validHeader();
+  recycled.startTicks = processStartTicks(me).value() + 1;
+  const std::string recycledPath = dir.path() + "/" + segmentFileName(geteuid(), me, 9);
+  writeFile(recycledPath, recycled);
+  // A running process's file (this one's, of its start time), and a file of no statistics name.
+  Header live = validHeader();
+  live.startTicks = processStartTicks(me).value();
+  const std::string livePath = dir.path() + "/" + segmentFileName(geteuid(), me, 11);
+  writeFile(livePath, live);
+  const std::string other = dir.path() + "/nccl-symmem-notes.txt";
+  std::ofstream(other) << "x";
+
+  auto seg = create(dir.path());
+  ASSERT_NE(seg, nullptr);
+  EXPECT_FALSE(exists(left)) << "an ended process's file";
+  EXPECT_FALSE(exists(leftSuffixed)) << "a file its process ended while creating";
+  EXPECT_FALSE(exists(recycledPath)) << "a recycled PID's file";
+  EXPECT_TRUE(exists(livePath)) << "a running process's file";
+  EXPECT_TRUE(exists(other));
+  EXPECT_TRUE(exists(seg->path())) << "its own";
+  EXPECT_EQ(removeEndedSegments(dir.path(), seg->path()), 0) << "nothing more to remove";
+}
+
+TEST(CallStatsSegment, TheCleanUpStopsAtItsLimit) {
+  StatsDir dir;
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) _exit(0);
+  waitpid(child, nullptr, 0);
+  for (uint32_t suffix = 1; suffix <= 5; ++suffix)
+    std::ofstream(dir.path() + "/" + segmentFileName(geteuid(), child, suffix)) << "";
+  EXPECT_EQ(removeEndedSegments(dir.path(), "", 3), 3);
+  EXPECT_EQ(removeEndedSegments(dir.path(), "", 3), 2);
+  EXPECT_EQ(removeEndedSegments(dir.path(), "", 3), 0);
 }
 
 // A writer that claims slot 0 again and again for another communicator, each time with every counter

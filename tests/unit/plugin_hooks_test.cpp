@@ -754,4 +754,44 @@ TEST_F(PluginHooks, ExitHandlersAndForkedChildrenCallThroughTheHooks) {
   EXPECT_STREQ(buf, "ok") << "the atexit handler's call did not reach NCCL through the hooks";
 }
 
+// A fork while tuner inits fill the communicator tables (tickets, names, creation records) and no NCCL
+// copy is served yet (attach off: nothing hooked, nothing interposed): the tables' locks are guarded
+// from the plugin's load, so a child never inherits one held and its own tuner init goes through.
+// (The test's own log is not thread-safe: these inits log nowhere.)
+void quietLog(int, unsigned long, const char*, int, const char*, ...) {}
+
+TEST_F(PluginHooks, AForkWhileTunerInitsFillTheTablesBeforeAnyCopyIsServed) {
+  const std::string problems = runInChild({{"SYMMEM_ATTACH", "0"}}, [] {
+    static Tuner t;
+    CHILD_CHECK(t.load(), "the plugin did not load");
+    if (!t.v5) return;
+    std::atomic<bool> stop{false};
+    std::thread busy([&] {
+      for (uint64_t id = 1000; !stop; ++id) {
+        void* ctx = nullptr;
+        if (t.v5->init(&ctx, id, 1, 1, quietLog, nullptr, nullptr) == symmem::abi::kSuccess) t.v5->finalize(ctx);
+      }
+    });
+    int failedForks = 0;
+    for (int i = 0; i < 200 && failedForks == 0; ++i) {
+      const pid_t child = fork();
+      if (child == 0) {
+        alarm(10);  // a table's lock inherited held would hang here
+        void* ctx = nullptr;
+        const bool ok = t.v5->init(&ctx, 7, 1, 1, quietLog, nullptr, nullptr) == symmem::abi::kSuccess &&
+                        t.v5->finalize(ctx) == symmem::abi::kSuccess;
+        _exit(ok ? 0 : 4);
+      }
+      int status = 0;
+      const bool ok = child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+      failedForks += ok ? 0 : 1;
+    }
+    stop = true;
+    busy.join();
+    CHILD_CHECK(failedForks == 0, "a forked child's tuner init hung or failed");
+    CHILD_CHECK(logCount("hooked") == 0, "attach off, yet something was hooked");
+  });
+  EXPECT_EQ(problems, "");
+}
+
 }  // namespace

@@ -2,7 +2,6 @@
 #include "tools/common/stats_gather.h"
 
 #include <dirent.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,35 +14,13 @@ namespace symmem {
 
 namespace {
 
-struct FileIdentity {
-  dev_t dev = 0;
-  ino_t ino = 0;
-  bool ok = false;
-};
+bool noSuchProcess(pid_t pid) { return !stats::processStartTicks(pid); }
 
-FileIdentity identityOf(const std::string& path) {
-  struct stat st {};
-  if (lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
-  return {st.st_dev, st.st_ino, true};
-}
-
-// Whether the process that `name` and `startTicks` describe has ended: no such PID, or the PID is now
-// another process's (another start time). startTicks 0: any process with the PID counts as it.
-bool ended(pid_t pid, uint64_t startTicks) {
-  const std::optional<uint64_t> now = stats::processStartTicks(pid);
-  return !now || (startTicks != 0 && *now != startTicks);
-}
-
-// Removes an ended process's file when it is still the file that was read (not one a new process with
-// the recycled PID made since) and this user's. The note's ending.
-std::string removeEndedFile(const stats::SegmentFile& f, const FileIdentity& read, uint64_t startTicks, bool allowed) {
-  if (f.owner != getuid()) return " (uid " + std::to_string(f.owner) + "'s; not removed)";
-  if (!allowed) return " (not removed)";
-  const FileIdentity now = identityOf(f.path);
-  if (!now.ok || now.dev != read.dev || now.ino != read.ino || !ended(f.name.pid, startTicks))
-    return " (replaced meanwhile; not removed)";
-  if (unlink(f.path.c_str()) != 0) return std::string(" (could not be removed: ") + std::strerror(errno) + ")";
-  return " (removed)";
+// The note's ending for a file an ended process left: who removes it (a reader never does).
+std::string whoRemoves(const stats::SegmentFile& f) {
+  if (f.owner != geteuid())
+    return " (uid " + std::to_string(f.owner) + "'s; that user's next process with the plugin removes it)";
+  return " (the next process of this user that writes statistics here removes it)";
 }
 
 bool dirReadable(const std::string& dir, std::string* why) {
@@ -78,14 +55,13 @@ StatsGathered gatherStats(const StatsGatherRequest& request) {
   out.filesSeen = static_cast<int>(files.size());
   for (const stats::SegmentFile& f : files) {
     const std::string shown = printableText(f.path);
-    const FileIdentity identity = identityOf(f.path);
     stats::SegmentRead read = stats::readNamedSegment(f);
     switch (read.outcome) {
       case stats::SegmentRead::Outcome::Ok:
         if (!stats::writerAlive(read.snapshot)) {
           ++out.endedFiles;
           out.notes.push_back("pid " + std::to_string(f.name.pid) + " ended without removing its statistics file " +
-                              shown + removeEndedFile(f, identity, read.snapshot.startTicks, request.removeEnded));
+                              shown + whoRemoves(f));
           break;
         }
         // Another user can make a file of their own under their uid and any PID, with any start time
@@ -103,10 +79,10 @@ StatsGathered gatherStats(const StatsGatherRequest& request) {
         --out.filesSeen;  // removed at its process's exit since it was listed
         break;
       case stats::SegmentRead::Outcome::Starting:
-        if (ended(f.name.pid, 0)) {
+        if (noSuchProcess(f.name.pid)) {
           ++out.endedFiles;
           out.notes.push_back("pid " + std::to_string(f.name.pid) + " ended while creating its statistics file " +
-                              shown + removeEndedFile(f, identity, 0, request.removeEnded));
+                              shown + whoRemoves(f));
         } else {
           --out.filesSeen;  // being created: shown at the next look
         }

@@ -272,7 +272,7 @@ class Report {
     LiveStatsSeen& seen = in_.liveStats;
     const char* dirSetting = std::getenv("SYMMEM_STATS_DIR");
     seen.dir = stats::segmentDirectory(dirSetting != nullptr ? dirSetting : "");
-    const StatsGathered g = gatherStats({seen.dir, {}, false});
+    const StatsGathered g = gatherStats({seen.dir, {}});
     seen.problem = g.dirProblem;
     seen.processes = static_cast<int>(g.processes.size());
     for (const stats::ProcessSnapshot& p : g.processes) seen.communicators += static_cast<int>(p.comms.size());

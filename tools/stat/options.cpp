@@ -166,8 +166,8 @@ std::string statUsage() {
          "  --count N     refresh N times, then exit\n"
          "  --dir DIR     where the files are (default: SYMMEM_STATS_DIR when set, else /dev/shm)\n"
          "  --version     the version of this tool and of the file layout it reads\n"
-         "A file left by a process that ended is reported, and removed when it is yours (--estimate only\n"
-         "reports it).\n"
+         "A file left by a process that ended is reported and left alone: the next process of its user\n"
+         "that writes statistics in the folder removes it.\n"
          "Exit 0 when the statistics were shown (none running is an answer too), 1 when files were found\n"
          "but none could be read (or no PID asked for has one), 2 for a bad command line.\n";
 }

@@ -78,7 +78,7 @@ class LiveView {
 
   // One refresh; false when stdout is gone.
   bool refresh() {
-    const StatsGathered g = gatherStats({o_.dir, o_.pids, true});
+    const StatsGathered g = gatherStats({o_.dir, o_.pids});
     if (!g.dirProblem.empty()) {
       say(g.dirProblem);
       failed_ = true;
@@ -155,8 +155,7 @@ int runEstimate(const StatOptions& o) {
     std::fprintf(stderr, "symmem-stat: %s\n", table.error.c_str());
     return kUsage;
   }
-  // An estimate only reads: files of ended processes are reported, not removed.
-  StatsGathered g = gatherStats({o.dir, o.pids, false});
+  StatsGathered g = gatherStats({o.dir, o.pids});
   std::vector<stats::ProcessSnapshot> before;
   if (g.dirProblem.empty() && !g.processes.empty() && o.overInterval) {
     std::fprintf(stderr, "symmem-stat: counting the all-reduces of %zu process(es) for %.1f s\n", g.processes.size(),
@@ -164,7 +163,7 @@ int runEstimate(const StatOptions& o) {
     before = std::move(g.processes);
     sleepUntil(monotonicNs() + static_cast<uint64_t>(o.intervalSeconds * 1e9));
     if (gStop != 0) return 0;
-    g = gatherStats({o.dir, o.pids, false});
+    g = gatherStats({o.dir, o.pids});
   }
   if (!g.dirProblem.empty()) {
     std::fprintf(stderr, "symmem-stat: %s\n", g.dirProblem.c_str());

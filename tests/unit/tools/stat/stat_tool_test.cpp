@@ -238,11 +238,16 @@ TEST(StatTool, FilesOfEndedProcesses) {
   const auto r = stat("--dir '" + dir.path() + "' --once");
   EXPECT_EQ(r.exitCode, 0) << r.out;
   EXPECT_TRUE(r.has("symmem-stat: pid " + std::to_string(ended) + " ended without removing its statistics file " +
-                    left + " (removed)"))
+                    left + " (the next process of this user that writes statistics here removes it)"))
       << r.out;
-  EXPECT_FALSE(exists(left));
+  EXPECT_TRUE(exists(left)) << "a viewer changes nothing";
   EXPECT_EQ(linesWith(r.out, " stat-child ").size(), 3u) << "the live process still shown: " << r.out;
   EXPECT_EQ(linesWith(r.out, "ended-child").size(), 0u) << r.out;
+  // The next writer removes it.
+  testing::StatsWritingProcess next(dir.path());
+  ASSERT_TRUE(next.ready());
+  EXPECT_FALSE(exists(left)) << "removed by the next writer";
+  EXPECT_FALSE(stat("--dir '" + dir.path() + "' --once").has("ended without removing")) << "nothing left to report";
 }
 
 TEST(StatTool, AFileOfAnotherLayoutIsSkipped) {

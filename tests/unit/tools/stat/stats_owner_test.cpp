@@ -90,7 +90,7 @@ TEST(StatsFileOwner, AnotherUsersFilesUnderAProcesssNameAreSkippedAndItsOwnIsFou
   testing::countCalls(seg->slot(0), Route::OneShotPush, 8, false, 3);
 
   // The reader: by PID, the process's own file; the two others skipped, saying whose they are.
-  const StatsGathered g = gatherStats({dir.path(), {me}, true});
+  const StatsGathered g = gatherStats({dir.path(), {me}});
   ASSERT_EQ(g.processes.size(), 1u);
   EXPECT_EQ(g.processes[0].program, "victim");
   EXPECT_EQ(g.processes[0].file, seg->path());
