@@ -308,6 +308,10 @@ std::string attachProcessOnce() {
   return "";
 }
 
+// Serialises attachOnce. Held around the hook install and the first use of the served copies: the
+// outermost lock of a tuner init, so taken first around a fork (registerAttachForkHandlers).
+std::mutex gAttachMutex;
+
 // At every tuner init: NCCL loaded us only as its tuner, so the application's calls still lead to
 // libnccl. Hook the entry points of the NCCL copy that loaded the plugin (`logger` is that copy's:
 // plugin/interpose/nccl_copies.h), or, failing that, rebind GOT slots, so that the environment variable alone
@@ -316,10 +320,6 @@ std::string attachProcessOnce() {
 // the communicator's peers (plugin/interpose/rendezvous.h), so that a rank left unhooked keeps every rank on
 // NCCL instead of hanging them. A refused install (threads that would not park in time) is tried again
 // at the next communicators of that copy, a few times, before the process gives up on it.
-// Serialises attachOnce. Held around the hook install and the first use of the served copies: the
-// outermost lock of a tuner init, so taken first around a fork (registerAttachForkHandlers).
-std::mutex gAttachMutex;
-
 bool attachOnce(symmem::abi::Logger logger, std::string* whyNot) {
   constexpr int kHookAttempts = 3;
   static bool attached = false;  // the once-per-process part is done
@@ -394,7 +394,6 @@ bool attachOnce(symmem::abi::Logger logger, std::string* whyNot) {
   return no(a.whyNotHooked + (a.hookAttempts < kHookAttempts ? " (tried again at the next communicator)" : ""));
 }
 
-// Registered when the shared object is loaded, before NCCL can call the tuner.
 // A child forked while another thread is inside a tuner init must find no lock of it held: the child
 // may make communicators of its own. glibc runs the prepare handlers in reverse order of
 // registration, so the outermost lock (the attach policy's) is registered last and taken first, then
@@ -406,6 +405,7 @@ void registerAttachForkHandlers() {
                  [] { new (&gAttachMutex) std::mutex; });  // held by the forking thread, which the child lacks
 }
 
+// Registered when the shared object is loaded, before NCCL can call the tuner.
 const bool kHookRegistered = [] {
   symmem::setTunerInitHook(&attachOnce);
   registerAttachForkHandlers();

@@ -4,10 +4,11 @@
 // (core/call_stats_segment.h) for symmem-stat and symmem-report: every file of the directory, or those
 // of the PIDs asked for, each either read or turned into one line that says why not. A file left by
 // a process that ended is reported and left in place: a reader changes nothing, and the next process
-// of that user that writes statistics in the folder removes it (stats::removeEndedSegments). A file is shown only when
-// it is whom its name says: owned by the uid in its name, of a running process of that uid with the PID in its name and
-// header; any other is skipped with a line that says whose it is (another user can make a file under any name not yet
-// taken in /dev/shm). docs/live-stats.md describes the files.
+// of that user that writes statistics in the folder removes it (stats::removeEndedSegments). A file
+// is shown only when it is whom its name says: owned by the uid in its name, of a running process of
+// that uid with the PID in its name and header; any other is skipped with a line that says whose it
+// is (another user can make a file under any name not yet taken in /dev/shm). docs/live-stats.md
+// describes the files.
 #include <sys/types.h>
 
 #include <string>
