@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
+#include <csignal>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -757,39 +758,61 @@ TEST_F(PluginHooks, ExitHandlersAndForkedChildrenCallThroughTheHooks) {
 // A fork while tuner inits fill the communicator tables (tickets, names, creation records) and no NCCL
 // copy is served yet (attach off: nothing hooked, nothing interposed): the tables' locks are guarded
 // from the plugin's load, so a child never inherits one held and its own tuner init goes through.
-// (The test's own log is not thread-safe: these inits log nowhere.)
-void quietLog(int, unsigned long, const char*, int, const char*, ...) {}
+// The plugin keeps the first logger NCCL hands it, so every init here logs through that one: it takes
+// no lock and allocates nothing (the test's usual log, a vector, is neither thread- nor fork-safe).
+std::atomic<int> gHookedLines{0};
+void forkSafeLog(int, unsigned long, const char*, int, const char* fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  if (std::strstr(buf, "hooked") != nullptr) gHookedLines.fetch_add(1, std::memory_order_relaxed);
+}
+
+std::string describeStatus(int status) {
+  if (WIFEXITED(status)) return "exit " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status))
+    return "signal " + std::to_string(WTERMSIG(status)) + (WTERMSIG(status) == SIGALRM ? " (hung)" : "");
+  return "status " + std::to_string(status);
+}
 
 TEST_F(PluginHooks, AForkWhileTunerInitsFillTheTablesBeforeAnyCopyIsServed) {
   const std::string problems = runInChild({{"SYMMEM_ATTACH", "0"}}, [] {
-    static Tuner t;
-    CHILD_CHECK(t.load(), "the plugin did not load");
-    if (!t.v5) return;
+    void* lib = dlopen(SYMMEM_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
+    const auto* v5 = lib ? static_cast<const symmem::abi::TunerV5*>(dlsym(lib, "ncclTunerPlugin_v5")) : nullptr;
+    void* first = nullptr;
+    CHILD_CHECK(v5 != nullptr && v5->init(&first, 42, 2, 1, forkSafeLog, nullptr, nullptr) == symmem::abi::kSuccess,
+                "the plugin did not load");
+    if (!gProblems.empty()) return;
     std::atomic<bool> stop{false};
     std::thread busy([&] {
       for (uint64_t id = 1000; !stop; ++id) {
         void* ctx = nullptr;
-        if (t.v5->init(&ctx, id, 1, 1, quietLog, nullptr, nullptr) == symmem::abi::kSuccess) t.v5->finalize(ctx);
+        if (v5->init(&ctx, id, 1, 1, forkSafeLog, nullptr, nullptr) == symmem::abi::kSuccess) v5->finalize(ctx);
       }
     });
-    int failedForks = 0;
-    for (int i = 0; i < 200 && failedForks == 0; ++i) {
+    std::string firstFailure;
+    for (int i = 0; i < 200 && firstFailure.empty(); ++i) {
       const pid_t child = fork();
       if (child == 0) {
         alarm(10);  // a table's lock inherited held would hang here
         void* ctx = nullptr;
-        const bool ok = t.v5->init(&ctx, 7, 1, 1, quietLog, nullptr, nullptr) == symmem::abi::kSuccess &&
-                        t.v5->finalize(ctx) == symmem::abi::kSuccess;
+        const bool ok = v5->init(&ctx, 7, 1, 1, forkSafeLog, nullptr, nullptr) == symmem::abi::kSuccess &&
+                        v5->finalize(ctx) == symmem::abi::kSuccess;
         _exit(ok ? 0 : 4);
       }
       int status = 0;
-      const bool ok = child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-      failedForks += ok ? 0 : 1;
+      if (child < 0)
+        firstFailure = "fork " + std::to_string(i) + " failed";
+      else if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        firstFailure = "child " + std::to_string(i) + ": " + describeStatus(status);
     }
     stop = true;
     busy.join();
-    CHILD_CHECK(failedForks == 0, "a forked child's tuner init hung or failed");
-    CHILD_CHECK(logCount("hooked") == 0, "attach off, yet something was hooked");
+    v5->finalize(first);
+    CHILD_CHECK(firstFailure.empty(), "a forked child's tuner init hung or failed: " + firstFailure);
+    CHILD_CHECK(gHookedLines.load() == 0, "attach off, yet something was hooked");
   });
   EXPECT_EQ(problems, "");
 }
