@@ -793,7 +793,7 @@ TEST_F(PluginHooks, AForkWhileTunerInitsFillTheTablesBeforeAnyCopyIsServed) {
       }
     });
     std::string firstFailure;
-    for (int i = 0; i < 200 && firstFailure.empty(); ++i) {
+    for (int i = 0; i < 1000 && firstFailure.empty(); ++i) {
       const pid_t child = fork();
       if (child == 0) {
         alarm(10);  // a table's lock inherited held would hang here
