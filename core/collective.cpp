@@ -93,6 +93,16 @@ size_t dataTypeSize(DataType t) {
   return 0;
 }
 
+DataType dataTypeFromName(std::string_view name) {
+  for (int i = 0; i < static_cast<int>(DataType::Other); ++i)
+    if (dataTypeName(static_cast<DataType>(i)) == name) return static_cast<DataType>(i);
+  if (name == "fp16") return DataType::Float16;
+  if (name == "fp32") return DataType::Float32;
+  if (name == "bf16") return DataType::Bfloat16;
+  if (name == "fp64") return DataType::Float64;
+  return DataType::Other;
+}
+
 ReduceOp reduceOpFromNccl(int op) { return (op >= 0 && op <= 4) ? static_cast<ReduceOp>(op) : ReduceOp::Other; }
 
 DataType dataTypeFromNccl(int type) {

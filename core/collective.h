@@ -34,6 +34,11 @@ std::string_view reduceOpName(ReduceOp op);
 std::string_view dataTypeName(DataType t);
 size_t dataTypeSize(DataType t);  // 0 for Other
 
+// The one vocabulary of element types: NCCL's names (what dataTypeName gives: half, float, bfloat16,
+// double, int32, f8e4m3, ...) and the short ones users also type (fp16, fp32, bf16, fp64). Other for
+// anything else.
+DataType dataTypeFromName(std::string_view name);
+
 // From NCCL's raw integers; anything out of range maps to Other (never an invalid enum value).
 ReduceOp reduceOpFromNccl(int op);
 DataType dataTypeFromNccl(int type);

@@ -56,7 +56,7 @@ std::string tooFewGpusText(int gpus) {
 }
 
 std::string benchUsage() {
-  return "usage: symmem-bench [-b MIN] [-e MAX] [-f FACTOR] [--dtype bf16|fp16|fp32] [--csv PATH]\n"
+  return "usage: symmem-bench [-b MIN] [-e MAX] [-f FACTOR] [--dtype bfloat16|half|float] [--csv PATH]\n"
          "                    [--iters N] [--reps N] [--ngpus N] [--one-shot-max BYTES] [--two-shot-max BYTES]\n"
          "                    [--variants LIST] [--max-blocks N] [--no-pdl] [--no-stream-order] [--no-eager]\n"
          "                    [--halves LIST] [--timeout-s S]\n"
@@ -71,7 +71,7 @@ std::string benchUsage() {
          "  --halves LIST  the ranks' halves, one per rank (0,0,1,1), declared instead of found in the topology\n"
          "paths (the CSV's path column): nccl, nccl-win, one-shot and two-shot (push), one-shot-pull,\n"
          "two-shot-pull, one-shot-staged, two-shot-staged, one-shot-halves, two-shot-halves\n"
-         "sizes accept K/M/G suffixes (K = 1024); defaults: -b 8 -e 64M -f 2, bf16 sum, 200 iters, 7 reps,\n"
+         "sizes accept K/M/G suffixes (K = 1024); defaults: -b 8 -e 64M -f 2, bfloat16 sum, 200 iters, 7 reps,\n"
          "every GPU, --one-shot-max 1M --two-shot-max 64M (0 turns a kernel off, at most 1G), --timeout-s 540\n";
 }
 
@@ -107,12 +107,7 @@ BenchArgsResult parseBenchArgs(const std::vector<std::string>& args) {
       {"--max-blocks", count(o.maxBlocks, 0, 65535)},
       {"--timeout-s", count(o.timeoutSec, 1, kMaxTimeoutSec)},
       {"--dtype",
-       [&o](const std::string& flag, const std::string& v) {
-         if (v != "bf16" && v != "fp16" && v != "fp32")
-           return "bad " + flag + " '" + v + "': expected bf16, fp16 or fp32";
-         o.dtype = v;
-         return std::string();
-       }},
+       [&o](const std::string& flag, const std::string& v) { return parseMeasuredTypeArg(flag, v, o.dtype); }},
       {"--variants",
        [&o](const std::string& flag, const std::string& v) { return parseVariantList(flag, v, o.variants); }},
       {"--halves", [&o](const std::string& flag, const std::string& v) { return parseHalvesArg(flag, v, o.halves); }},

@@ -13,22 +13,22 @@
 namespace symmem {
 
 struct BenchOptions {
-  size_t minBytes = 8;            // -b
-  size_t maxBytes = 64u << 20;    // -e
-  int factor = 2;                 // -f
-  std::string dtype = "bf16";     // --dtype bf16|fp16|fp32
-  std::string csv;                // --csv
-  int iters = 200;                // --iters: calls per timed batch
-  int reps = 7;                   // --reps: timed repetitions
-  int nGpus = 0;                  // --ngpus: 0 = every GPU device node
-  size_t oneShotMax = 1u << 20;   // --one-shot-max: 0 turns the one-shot kernel off
-  size_t twoShotMax = 64u << 20;  // --two-shot-max: 0 turns the two-shot kernel off
-  int maxBlocks = 0;              // --max-blocks: 0 = the kernels' own cap
-  int64_t timeoutMs = 10000;      // the kernels' peer wait
-  int timeoutSec = 540;           // --timeout-s: the whole run
-  bool eager = true;              // --no-eager
-  bool pdl = true;                // --no-pdl
-  bool streamOrder = true;        // --no-stream-order
+  size_t minBytes = 8;                  // -b
+  size_t maxBytes = 64u << 20;          // -e
+  int factor = 2;                       // -f
+  DataType dtype = DataType::Bfloat16;  // --dtype bfloat16|half|float (or bf16|fp16|fp32)
+  std::string csv;                      // --csv
+  int iters = 200;                      // --iters: calls per timed batch
+  int reps = 7;                         // --reps: timed repetitions
+  int nGpus = 0;                        // --ngpus: 0 = every GPU device node
+  size_t oneShotMax = 1u << 20;         // --one-shot-max: 0 turns the one-shot kernel off
+  size_t twoShotMax = 64u << 20;        // --two-shot-max: 0 turns the two-shot kernel off
+  int maxBlocks = 0;                    // --max-blocks: 0 = the kernels' own cap
+  int64_t timeoutMs = 10000;            // the kernels' peer wait
+  int timeoutSec = 540;                 // --timeout-s: the whole run
+  bool eager = true;                    // --no-eager
+  bool pdl = true;                      // --no-pdl
+  bool streamOrder = true;              // --no-stream-order
   // --variants: the kernel variants measured, each once, in the order push, pull, staged, halves whatever
   // the order on the command line (the table's columns stay put from run to run). Halves only where the
   // ranks form two halves (measuredVariants, tools/bench/paths.h).

@@ -166,8 +166,8 @@ void printRunHeader(const RankRun& r) {
   std::printf(
       "# symmem-bench: %d x %s, NCCL %d, CUDA runtime %d, driver %d, %s sum, in place, %d calls x %d reps, "
       "max blocks %d, programmatic launch %s, cross-stream order %s, variants %s\n",
-      r.nRanks, prop.name, ncclVersion, rt, drv, o.dtype.c_str(), o.iters, o.reps, o.maxBlocks, o.pdl ? "on" : "off",
-      o.streamOrder ? "on" : "off", variants.c_str());
+      r.nRanks, prop.name, ncclVersion, rt, drv, std::string(dataTypeName(o.dtype)).c_str(), o.iters, o.reps,
+      o.maxBlocks, o.pdl ? "on" : "off", o.streamOrder ? "on" : "off", variants.c_str());
 }
 
 // ---- The floor ------------------------------------------------------------------------------
@@ -230,7 +230,8 @@ void reportFloor(const RankRun& r, const Floor& f) {
       "peer store latency %.2f us\n",
       f.emptyKernelProgrammaticUs, f.emptyKernelUs, f.peerStoreOneWayUs);
   if (r.csv == nullptr) return;
-  const char* dtype = r.o.dtype.c_str();
+  const std::string dtypeName(dataTypeName(r.o.dtype));
+  const char* dtype = dtypeName.c_str();
   std::fprintf(r.csv, "0,%s,%d,empty-kernel,graph,%.3f,,,0\n", dtype, r.nRanks, f.emptyKernelUs);
   std::fprintf(r.csv, "0,%s,%d,empty-kernel-programmatic,graph,%.3f,,,0\n", dtype, r.nRanks,
                f.emptyKernelProgrammaticUs);
@@ -284,8 +285,8 @@ std::vector<double> timeGraph(RankRun& r, harness::BatchTimer& timer, const std:
 void writeCsvRow(const RankRun& r, size_t bytes, const BenchPath& p, const char* mode, const std::vector<double>& us,
                  long long wrong) {
   if (r.csv == nullptr) return;
-  std::fprintf(r.csv, "%zu,%s,%d,%s,%s,%.3f,%.3f,%.3f,%lld\n", bytes, r.o.dtype.c_str(), r.nRanks, p.name().c_str(),
-               mode, harness::medianOfSorted(us), us.front(), us.back(), wrong);
+  std::fprintf(r.csv, "%zu,%s,%d,%s,%s,%.3f,%.3f,%.3f,%lld\n", bytes, std::string(dataTypeName(r.o.dtype)).c_str(),
+               r.nRanks, p.name().c_str(), mode, harness::medianOfSorted(us), us.front(), us.back(), wrong);
 }
 
 // Checks the path once (integer inputs, exact sums), then times it eager (unless --no-eager) and

@@ -31,9 +31,9 @@ uint32_t encodeElement(float value, ElementFormat format) {
   return toHalfBits(value, format.bf16);
 }
 
-ElementType elementTypeOf(const std::string& dtype) {
-  const bool bf16 = dtype == "bf16";
-  const bool fp32 = dtype == "fp32";
+ElementType elementTypeOf(DataType dtype) {
+  const bool fp32 = dtype == DataType::Float32;
+  const bool bf16 = !fp32 && dtype != DataType::Float16;
   ElementType type;
   type.format = ElementFormat{fp32 ? size_t{4} : size_t{2}, bf16};
   type.nccl = fp32 ? ncclFloat32 : bf16 ? ncclBfloat16 : ncclFloat16;

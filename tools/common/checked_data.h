@@ -30,8 +30,8 @@ struct ElementType {
   DataType ours = DataType::Bfloat16;
 };
 
-// "bf16", "fp16" or "fp32" (the tools' --dtype, checked by their parsers); anything else reads as fp16.
-ElementType elementTypeOf(const std::string& dtype);
+// One of the measured types (cli_values.h's measuredType; anything else reads as bfloat16).
+ElementType elementTypeOf(DataType type);
 
 // Bits of `value` in the format (round to nearest even for bf16; fp16 exact for the small integers used).
 uint32_t encodeElement(float value, ElementFormat format);

@@ -96,21 +96,47 @@ std::string unknownOptionMessage(const std::string& tool, const std::string& arg
   return "unknown option " + arg + " (" + tool + " --help lists the options)";
 }
 
-std::string unknownOptionMessage(const std::string& tool, const std::string& arg,
-                                 const std::vector<std::string>& known) {
-  // Within a third of the option's length (at least 1, at most 3 edits): "--intervl", "--jsn", "-once".
-  const size_t within = std::min<size_t>(3, std::max<size_t>(1, arg.size() / 3));
+namespace {
+// The entry of `known` nearest to `text`, within a third of its length (at least 1, at most 3 edits:
+// "--intervl", "--jsn", "-once", "bfloat61"); null when none is that close.
+const std::string* nearestOf(const std::string& text, const std::vector<std::string>& known) {
+  const size_t within = std::min<size_t>(3, std::max<size_t>(1, text.size() / 3));
   const std::string* nearest = nullptr;
   size_t best = within + 1;
   for (const std::string& k : known) {
-    const size_t d = editDistance(arg, k);
+    const size_t d = editDistance(text, k);
     if (d < best) {
       best = d;
       nearest = &k;
     }
   }
+  return nearest;
+}
+}  // namespace
+
+std::string unknownOptionMessage(const std::string& tool, const std::string& arg,
+                                 const std::vector<std::string>& known) {
+  const std::string* nearest = nearestOf(arg, known);
   if (nearest == nullptr || arg.empty() || arg[0] != '-') return unknownOptionMessage(tool, arg);
   return "unknown option " + arg + " (did you mean " + *nearest + "? " + tool + " --help lists the options)";
+}
+
+bool measuredType(DataType type) {
+  return type == DataType::Bfloat16 || type == DataType::Float16 || type == DataType::Float32;
+}
+
+std::string parseMeasuredTypeArg(const std::string& flag, const std::string& text, DataType& out) {
+  const DataType type = dataTypeFromName(text);
+  if (measuredType(type)) {
+    out = type;
+    return {};
+  }
+  std::string message = "bad " + flag + " '" + text + "': expected bfloat16 (or bf16), half (fp16) or float (fp32)";
+  if (type != DataType::Other)
+    return message + " (the measured all-reduce has no " + std::string(dataTypeName(type)) + " kernel)";
+  static const std::vector<std::string> kNames = {"bfloat16", "bf16", "half", "fp16", "float", "fp32"};
+  if (const std::string* nearest = nearestOf(text, kNames)) message += " (did you mean " + *nearest + "?)";
+  return message;
 }
 
 }  // namespace symmem

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "core/collective.h"
+
 namespace symmem {
 
 // A whole number from min to max: "200".
@@ -25,6 +27,12 @@ std::string unknownOptionMessage(const std::string& tool, const std::string& arg
 // "unknown option --intervl (did you mean --interval? symmem-stat --help lists the options)".
 std::string unknownOptionMessage(const std::string& tool, const std::string& arg,
                                  const std::vector<std::string>& known);
+
+// The element types the measuring tools all-reduce: bfloat16, half and float.
+bool measuredType(DataType type);
+// One of them by core's names (dataTypeFromName: NCCL's "bfloat16", "half", "float" or the short "bf16",
+// "fp16", "fp32"); the message names the values allowed, and the nearest one to a typo.
+std::string parseMeasuredTypeArg(const std::string& flag, const std::string& text, DataType& out);
 
 // What a tool's parser of its command line returns: the options (with their defaults where the
 // command line gives none) and, when the command line is not valid, one message naming the flag and

@@ -138,19 +138,12 @@ bool parseArgs(int argc, char** argv, Options& o) {
     } else if (a == "--dtype") {
       const char* v = value("--dtype");
       if (!v) return false;
-      std::string s = v;
-      if (s == "bf16" || s == "bfloat16")
-        o.dtype = DataType::Bfloat16;
-      else if (s == "fp16" || s == "half")
-        o.dtype = DataType::Float16;
-      else if (s == "fp32" || s == "float")
-        o.dtype = DataType::Float32;
-      else if (s == "double" || s == "fp64")
-        o.dtype = DataType::Float64;
-      else if (s == "int32")
-        o.dtype = DataType::Int32;
-      else {
-        fprintf(stderr, "symmem-info: bad --dtype '%s'\n", v);
+      o.dtype = dataTypeFromName(v);
+      if (o.dtype == DataType::Other) {
+        fprintf(stderr,
+                "symmem-info: bad --dtype '%s': expected one of NCCL's names (bfloat16, half, float, double, int32, "
+                "...) or bf16, fp16, fp32, fp64\n",
+                v);
         return false;
       }
     } else if (a == "--op") {

@@ -96,7 +96,7 @@ std::string parseNcclConfigs(const std::string& text, TuneOptions& o) {
 std::string tuneUsage() {
   return "usage: symmem-tune [--gpus 0,1,...] [--ranks 2,4,...] [--min SIZE] [--max SIZE] [--margin PERCENT]\n"
          "                   [--variants LIST] [--halves LIST] [--nccl-configs default|all|none|LIST] [--csv FILE]\n"
-         "                   [--quick] [--out FILE] [--iters N] [--reps N] [--rounds N] [--dtype bf16|fp16|fp32]\n"
+         "                   [--quick] [--out FILE] [--iters N] [--reps N] [--rounds N] [--dtype bfloat16|half|float]\n"
          "                   [--nccl-lib PATH] [--timeout-s S] [--install | --install-system]\n"
          "                   [--plan [--topo FILE[,P2P_FILE]] [--cc X.Y]]\n"
          "Measures stock NCCL, NCCL forced to each ring/tree x ll/ll128/simple configuration, and the symmetric\n"
@@ -122,7 +122,8 @@ std::string tuneUsage() {
          "  --iters        calls per timed graph at sizes up to 256 KiB (default 200; fewer above)\n"
          "  --reps         timed graph replays per path and round (default 7)\n"
          "  --rounds       rounds over the paths of one set of ranks, taken in turn (default 3)\n"
-         "  --dtype        element type of the measured all-reduce (default bf16)\n"
+         "  --dtype        element type of the measured all-reduce: bfloat16, half or float, or bf16, fp16, fp32\n"
+         "                 (default bfloat16)\n"
          "  --nccl-lib     NCCL library to load (default libnccl.so.2 from the library path)\n"
          "  --timeout-s    give up on one set of ranks (a world's stock run, or one NCCL configuration) after\n"
          "                 this many seconds (default 1800)\n"
@@ -200,8 +201,7 @@ TuneArgsResult parseTuneArgs(const std::vector<std::string>& args) {
       else
         o.timeoutSec = number;
     } else if (a == "--dtype") {
-      if (v != "bf16" && v != "fp16" && v != "fp32") return fail("--dtype takes bf16, fp16 or fp32, not '" + v + "'");
-      o.dtype = v;
+      if (const std::string e = parseMeasuredTypeArg(a, v, o.dtype); !e.empty()) return fail(e);
     } else if (a == "--out") {
       if (v.empty()) return fail("--out needs a file name");
       o.out = v;
@@ -255,7 +255,8 @@ TuneArgsResult parseTuneArgs(const std::vector<std::string>& args) {
   if (o.minBytes > o.maxBytes)
     return fail("--min " + formatBytes(o.minBytes) + " is above --max " + formatBytes(o.maxBytes));
   if (o.minBytes < tuneElementBytes(o))
-    return fail("--min " + formatBytes(o.minBytes) + " is smaller than one " + o.dtype + " element");
+    return fail("--min " + formatBytes(o.minBytes) + " is smaller than one " + std::string(dataTypeName(o.dtype)) +
+                " element");
   if (o.maxBytes > (1ull << 30)) return fail("--max " + formatBytes(o.maxBytes) + " is above 1GiB");
   if (!o.csv.empty() && o.csv == o.out) return fail("--csv and --out name the same file (" + o.csv + ")");
   if (o.install != TuneInstall::None && outSet)
@@ -277,7 +278,7 @@ int callsForSize(uint64_t bytes, int callsPerBatch) {
   return static_cast<int>(std::max<uint64_t>(scaled, std::min(10, callsPerBatch)));
 }
 
-size_t tuneElementBytes(const TuneOptions& options) { return options.dtype == "fp32" ? 4 : 2; }
+size_t tuneElementBytes(const TuneOptions& options) { return dataTypeSize(options.dtype); }
 
 std::vector<TunePath> ncclConfigsFor(const TuneOptions& options, LinkClass link) {
   switch (options.ncclConfigs) {

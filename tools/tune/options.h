@@ -34,10 +34,10 @@ struct TuneOptions {
   uint64_t maxBytes = 64ull << 20;  // --max
   int sizeStep = 2;                 // x2 between measured sizes; --quick: x4
   double margin = 0.05;  // --margin (percent on the command line): how much faster than a simpler path a path must be
-  int callsPerBatch = 200;     // --iters: calls captured in one graph at small sizes (fewer for large sizes)
-  int batchesPerRound = 7;     // --reps: timed graph replays per path and round
-  int rounds = 3;              // --rounds: the paths are timed in turn, this many times (drift hits them alike)
-  std::string dtype = "bf16";  // --dtype bf16|fp16|fp32
+  int callsPerBatch = 200;  // --iters: calls captured in one graph at small sizes (fewer for large sizes)
+  int batchesPerRound = 7;  // --reps: timed graph replays per path and round
+  int rounds = 3;           // --rounds: the paths are timed in turn, this many times (drift hits them alike)
+  DataType dtype = DataType::Bfloat16;       // --dtype bfloat16|half|float (or bf16|fp16|fp32)
   std::string out = "symmem-table.txt";      // --out
   std::string ncclLibrary = "libnccl.so.2";  // --nccl-lib
   int timeoutSec = 1800;  // --timeout-s: per set of ranks (a world's stock set, one NCCL configuration)

@@ -83,10 +83,11 @@ std::string methodLine(const TuneOptions& o, const std::vector<uint64_t>& sizes)
     for (TunePath p : o.ncclConfigList) configs.append(configs.empty() ? "" : ",").append(tunePathHeading(p));
   if (configs.empty()) configs = "none";
   return "CUDA graphs of " + std::to_string(o.callsPerBatch) + " calls (fewer above 256KiB), median of " +
-         std::to_string(o.rounds) + " rounds x " + std::to_string(o.batchesPerRound) + " replays per path, " + o.dtype +
-         " sum in place, sizes " + formatBytes(sizes.front()) + "-" + formatBytes(sizes.back()) + " x" +
-         std::to_string(o.sizeStep) + ", variants " + (variants.empty() ? "none" : variants) + ", NCCL configs " +
-         configs + ", simplest path within a margin of " + margin + " of the fastest";
+         std::to_string(o.rounds) + " rounds x " + std::to_string(o.batchesPerRound) + " replays per path, " +
+         std::string(dataTypeName(o.dtype)) + " sum in place, sizes " + formatBytes(sizes.front()) + "-" +
+         formatBytes(sizes.back()) + " x" + std::to_string(o.sizeStep) + ", variants " +
+         (variants.empty() ? "none" : variants) + ", NCCL configs " + configs + ", simplest path within a margin of " +
+         margin + " of the fastest";
 }
 
 template <class T>

@@ -82,6 +82,10 @@ TEST(BenchOptions, DefaultsAndValues) {
   EXPECT_EQ(r.options.oneShotMax, 0u);
   EXPECT_EQ(r.options.timeoutSec, 60);
   EXPECT_FALSE(r.options.pdl);
+  EXPECT_EQ(r.options.dtype, DataType::Float16);
+  EXPECT_EQ(bench({"--dtype", "half"}).options.dtype, DataType::Float16);
+  EXPECT_EQ(bench({"--dtype", "float"}).options.dtype, DataType::Float32);
+  EXPECT_EQ(d.options.dtype, DataType::Bfloat16);
   EXPECT_TRUE(bench({"--help"}).options.help);
 }
 

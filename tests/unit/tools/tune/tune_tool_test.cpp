@@ -70,6 +70,12 @@ TEST(TuneOptions, ValuesAreParsed) {
   EXPECT_NEAR(r.options.margin, 0.025, 1e-12);
   EXPECT_EQ(r.options.out, "t.txt");
   EXPECT_EQ(tuneElementBytes(r.options), 4u);
+  // One vocabulary with core and NCCL: its names and the short ones are the same types.
+  EXPECT_EQ(parse({"--dtype", "float"}).options.dtype, DataType::Float32);
+  EXPECT_EQ(parse({"--dtype", "half"}).options.dtype, DataType::Float16);
+  EXPECT_EQ(parse({"--dtype", "bfloat16"}).options.dtype, DataType::Bfloat16);
+  EXPECT_EQ(parse({"--dtype", "bf16"}).options.dtype, DataType::Bfloat16);
+  EXPECT_EQ(parse({}).options.dtype, DataType::Bfloat16);
   EXPECT_NEAR(parse({"--margin", "10"}).options.margin, 0.10, 1e-12);
 }
 
@@ -89,12 +95,14 @@ TEST(TuneOptions, BadArgumentsSayWhatIsWrong) {
       {{"--min", "3"}, "--min takes a power-of-two size"},
       {{"--max", "lots"}, "--max takes a power-of-two size"},
       {{"--min", "1M", "--max", "64K"}, "--min 1MiB is above --max 64KiB"},
-      {{"--dtype", "fp32", "--min", "2"}, "smaller than one fp32 element"},
+      {{"--dtype", "fp32", "--min", "2"}, "smaller than one float element"},
       {{"--margin", "50"}, "bad --margin '50': expected a percentage from 0 to below 50"},
       {{"--margin", "-1"}, "bad --margin '-1'"},
       {{"--margin", "five"}, "bad --margin 'five'"},
       {{"--reps", "0"}, "bad --reps '0': expected a whole number from 1 to 100000"},
-      {{"--dtype", "fp8"}, "--dtype takes bf16, fp16 or fp32"},
+      {{"--dtype", "fp8"}, "bad --dtype 'fp8': expected bfloat16 (or bf16), half (fp16) or float (fp32)"},
+      {{"--dtype", "bfloat61"}, "(did you mean bfloat16?)"},
+      {{"--dtype", "double"}, "(the measured all-reduce has no double kernel)"},
   };
   for (const Case& c : cases) {
     const TuneArgsResult r = parse(c.args);
